@@ -1,0 +1,270 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors returned by Acquire that callers branch on. A context that ends
+// while waiting is reported with ctx.Err(), unchanged.
+var (
+	// ErrQueueFull means every slot is held and the queue holds QueueLen
+	// waiters: the request is refused at once.
+	ErrQueueFull = errors.New("limiter: engine slots and queue are full")
+	// ErrQueueTimeout means the request waited in the queue until its
+	// deadline (Options.QueueTimeout or Request.Deadline) without a slot.
+	ErrQueueTimeout = errors.New("limiter: queue wait timed out")
+)
+
+// Options configure a Limiter.
+type Options struct {
+	// Slots is N, the number of requests that may hold an engine slot at
+	// once. It must be at least 1.
+	Slots int
+	// QueueLen is Q, the number of requests that may wait for a slot. Zero
+	// means no queue: a request that finds every slot held is refused.
+	QueueLen int
+	// QueueTimeout bounds the time a request waits in the queue. Zero means
+	// no bound, as in Dynamo.
+	QueueTimeout time.Duration
+}
+
+// Request carries what one caller asks of Acquire beyond its context. The
+// zero value is a plain FIFO request.
+type Request struct {
+	// Deadline, when not zero, ends the queue wait at that instant with
+	// ErrQueueTimeout. The earlier of it and Options.QueueTimeout applies.
+	Deadline time.Time
+	// OnQueued, when set, is called once, outside the limiter's lock and
+	// before waiting, if the request enters the queue. The HTTP proxy uses it
+	// to start reading the request body so that a departing client is seen.
+	OnQueued func()
+}
+
+// Limiter is an exact N+Q admission gate. The zero value is not usable; use
+// New or NewUnlimited. All methods are safe for concurrent use.
+type Limiter struct {
+	mu        sync.Mutex
+	slots     int
+	queueLen  int
+	holding   int
+	waiting   int
+	queue     queue
+	timeout   time.Duration
+	unlimited bool
+
+	admittedDirect   atomic.Uint64
+	admittedQueued   atomic.Uint64
+	rejectedFull     atomic.Uint64
+	timedOut         atomic.Uint64
+	cancelledWaiting atomic.Uint64
+}
+
+// New returns a Limiter with opts.Slots slots and opts.QueueLen queue places.
+func New(opts Options) (*Limiter, error) {
+	var errs []error
+	if opts.Slots < 1 {
+		errs = append(errs, fmt.Errorf("slots must be at least 1, got %d", opts.Slots))
+	}
+	if opts.QueueLen < 0 {
+		errs = append(errs, fmt.Errorf("queue length must not be negative, got %d", opts.QueueLen))
+	}
+	if opts.QueueTimeout < 0 {
+		errs = append(errs, fmt.Errorf("queue timeout must not be negative, got %s", opts.QueueTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	return &Limiter{
+		slots:    opts.Slots,
+		queueLen: opts.QueueLen,
+		timeout:  opts.QueueTimeout,
+		queue:    &fifo{},
+	}, nil
+}
+
+// NewUnlimited returns a Limiter that admits every request at once and never
+// queues or refuses: the pass-through used when no engine limit is set. It
+// still counts holders, so gauges keep their meaning.
+func NewUnlimited() *Limiter {
+	return &Limiter{slots: math.MaxInt, queue: &fifo{}, unlimited: true}
+}
+
+// Acquire asks for a slot with a plain FIFO request. See AcquireRequest.
+func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
+	return l.AcquireRequest(ctx, Request{})
+}
+
+// AcquireRequest takes a slot at once when one is free and nobody waits,
+// queues the request when the queue has room, and otherwise refuses it with
+// ErrQueueFull without waiting.
+//
+// On success it returns a release function that frees the slot (or hands it
+// to the oldest waiter); calling it more than once is a caller bug that does
+// nothing. On failure it returns ErrQueueFull, ErrQueueTimeout or ctx.Err(),
+// and the limiter is left as if the call never happened. A context that has
+// already ended is refused with ctx.Err() before anything is counted.
+func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	if l.holding < l.slots && l.waiting == 0 {
+		l.holding++
+		l.mu.Unlock()
+		l.admittedDirect.Add(1)
+		return l.newRelease(), nil
+	}
+	if l.waiting >= l.queueLen {
+		l.mu.Unlock()
+		l.rejectedFull.Add(1)
+		return nil, ErrQueueFull
+	}
+	w := &waiter{ready: make(chan struct{})}
+	l.queue.push(w)
+	l.waiting++
+	l.mu.Unlock()
+	if req.OnQueued != nil {
+		req.OnQueued()
+	}
+	return l.wait(ctx, w, l.deadline(req))
+}
+
+// deadline is the earlier of the request's own deadline and the limiter's
+// queue timeout; zero means none.
+func (l *Limiter) deadline(req Request) time.Time {
+	d := req.Deadline
+	if l.timeout > 0 {
+		if t := time.Now().Add(l.timeout); d.IsZero() || t.Before(d) {
+			d = t
+		}
+	}
+	return d
+}
+
+func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time) (func(), error) {
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-w.ready:
+		// Granted. If the context ended in the same instant, cancellation
+		// wins: the caller is gone, so the slot goes to the next waiter.
+		if err := ctx.Err(); err != nil {
+			l.releaseSlot()
+			l.cancelledWaiting.Add(1)
+			return nil, err
+		}
+		l.admittedQueued.Add(1)
+		return l.newRelease(), nil
+	case <-ctx.Done():
+		return l.giveUp(w, ctx.Err())
+	case <-expired:
+		// The deadline and the context may end together (select picks
+		// either). A context that ended wins here too, as in the case above,
+		// so that a cancelled caller is never given a slot that was granted
+		// in the same instant.
+		if err := ctx.Err(); err != nil {
+			return l.giveUp(w, err)
+		}
+		return l.giveUp(w, ErrQueueTimeout)
+	}
+}
+
+// giveUp takes w out of the queue after its context ended or its deadline
+// passed. If w was granted a slot meanwhile, a cancelled caller hands the
+// slot on, while a timed-out caller keeps it: the slot arrived in time.
+func (l *Limiter) giveUp(w *waiter, cause error) (func(), error) {
+	l.mu.Lock()
+	if !w.granted {
+		l.queue.remove(w)
+		l.waiting--
+		l.mu.Unlock()
+		l.countGiveUp(cause)
+		return nil, cause
+	}
+	if errors.Is(cause, ErrQueueTimeout) {
+		l.mu.Unlock()
+		l.admittedQueued.Add(1)
+		return l.newRelease(), nil
+	}
+	l.releaseLocked()
+	l.mu.Unlock()
+	l.countGiveUp(cause)
+	return nil, cause
+}
+
+func (l *Limiter) countGiveUp(cause error) {
+	if errors.Is(cause, ErrQueueTimeout) {
+		l.timedOut.Add(1)
+	} else {
+		l.cancelledWaiting.Add(1)
+	}
+}
+
+// newRelease returns a release function for one held slot. The flag makes a
+// second call harmless instead of freeing a slot someone else holds.
+func (l *Limiter) newRelease() func() {
+	var released atomic.Bool
+	return func() {
+		if released.Swap(true) {
+			return
+		}
+		l.releaseSlot()
+	}
+}
+
+func (l *Limiter) releaseSlot() {
+	l.mu.Lock()
+	l.releaseLocked()
+	l.mu.Unlock()
+}
+
+// releaseLocked frees one held slot. While the number of holders is within
+// the limit the slot passes directly to the oldest waiter, which keeps FIFO
+// order and leaves no instant in which a newcomer could take it. After the
+// limit was lowered, holders above it simply leave.
+func (l *Limiter) releaseLocked() {
+	if l.holding <= l.slots && l.waiting > 0 {
+		l.grantLocked(l.queue.pop())
+		return
+	}
+	l.holding--
+}
+
+// grantLocked hands a slot to w, which has just left the queue. The slot
+// count is unchanged by a hand-over, so the caller adjusts holding when the
+// slot was not already held.
+func (l *Limiter) grantLocked(w *waiter) {
+	l.waiting--
+	w.granted = true
+	close(w.ready)
+}
+
+// SetSlots changes N at run time. Raising it admits waiters at once;
+// lowering it never takes back a held slot: holders above the new limit
+// finish and their slots are not handed on.
+func (l *Limiter) SetSlots(n int) error {
+	if n < 1 {
+		return fmt.Errorf("limiter: slots must be at least 1, got %d", n)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.unlimited {
+		return errors.New("limiter: an unlimited limiter has no slots to set")
+	}
+	l.slots = n
+	for l.holding < l.slots && l.waiting > 0 {
+		l.holding++
+		l.grantLocked(l.queue.pop())
+	}
+	return nil
+}

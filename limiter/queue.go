@@ -1,0 +1,62 @@
+package limiter
+
+// waiter is one request waiting for a slot. Its fields other than ready are
+// guarded by Limiter.mu.
+type waiter struct {
+	// ready is closed when the waiter is granted a slot.
+	ready chan struct{}
+	// granted is set, under the lock, in the same step that closes ready, so
+	// a waiter that gives up can tell whether it already owns a slot.
+	granted bool
+
+	prev, next *waiter
+}
+
+// queue is the order in which waiters are served. The limiter bounds its
+// length; the queue only orders. Today it is one FIFO; policy classes served
+// fairly will be another implementation of the same interface.
+type queue interface {
+	push(w *waiter)
+	// pop removes and returns the next waiter to serve, or nil.
+	pop() *waiter
+	// remove takes w out of the queue; w must be queued.
+	remove(w *waiter)
+}
+
+// fifo is an intrusive doubly linked list: queuing allocates nothing beyond
+// the waiter itself, and removal of a cancelled waiter is O(1).
+type fifo struct {
+	head, tail *waiter
+}
+
+func (f *fifo) push(w *waiter) {
+	w.prev, w.next = f.tail, nil
+	if f.tail == nil {
+		f.head = w
+	} else {
+		f.tail.next = w
+	}
+	f.tail = w
+}
+
+func (f *fifo) pop() *waiter {
+	w := f.head
+	if w != nil {
+		f.remove(w)
+	}
+	return w
+}
+
+func (f *fifo) remove(w *waiter) {
+	if w.prev == nil {
+		f.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		f.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next = nil, nil
+}
