@@ -129,11 +129,30 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func
 	l.queue.push(w)
 	l.waiting++
 	l.mu.Unlock()
+	deadline := l.deadline(req) // the wait is measured from entering the queue
 	if req.OnQueued != nil {
-		req.OnQueued()
+		l.onQueued(w, req.OnQueued)
 	}
-	return l.wait(ctx, w, l.deadline(req))
+	return l.wait(ctx, w, deadline)
 }
+
+// onQueued calls f for a waiter that has just entered the queue. Should f
+// panic, the waiter leaves the queue before the panic goes on, so that no
+// slot is ever granted to a caller that is no longer waiting.
+func (l *Limiter) onQueued(w *waiter, f func()) {
+	returned := false
+	defer func() {
+		if !returned {
+			_, _ = l.giveUp(w, errOnQueuedPanicked)
+		}
+	}()
+	f()
+	returned = true
+}
+
+// errOnQueuedPanicked is the cause recorded when Request.OnQueued panics;
+// the caller never sees it, since the panic continues.
+var errOnQueuedPanicked = errors.New("limiter: OnQueued panicked")
 
 // deadline is the earlier of the request's own deadline and the limiter's
 // queue timeout; zero means none.

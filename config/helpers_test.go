@@ -1,0 +1,92 @@
+package config_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/slotgate/slotgate/config"
+)
+
+// setting is what the tests expect of one flag: its environment variable
+// and the default shown by Usage.
+type setting struct {
+	flag, env, usageDefault string
+}
+
+// allSettings is every setting slotgate has, in --help order. The tests
+// check it against Config.Sources and Usage, so a setting added to the
+// package without a test here fails TestSettingsTableIsComplete.
+var allSettings = []setting{
+	{"engine-request-limit", "DYN_ENGINE_REQUEST_LIMIT", "(unset)"},
+	{"request-queue-limit", "DYN_DYNAMO_REQUEST_QUEUE_LIMIT", "16"},
+	{"overload-status-code", "DYN_HTTP_OVERLOAD_STATUS_CODE", "529"},
+	{"queue-timeout", "SLOTGATE_QUEUE_TIMEOUT", "0s"},
+	{"listen", "SLOTGATE_LISTEN", ":8080"},
+	{"engine-url", "SLOTGATE_ENGINE_URL", "http://127.0.0.1:8000"},
+	{"admin-listen", "SLOTGATE_ADMIN_LISTEN", ":9090"},
+	{"engine-health-path", "SLOTGATE_ENGINE_HEALTH_PATH", "/health"},
+	{"passthrough-paths", "SLOTGATE_PASSTHROUGH_PATHS", "/health,/v1/models,/metrics,/version"},
+	{"max-request-body-bytes", "SLOTGATE_MAX_REQUEST_BODY_BYTES", "33554432"},
+	{"retry-after", "SLOTGATE_RETRY_AFTER", "1s"},
+	{"shutdown-timeout", "SLOTGATE_SHUTDOWN_TIMEOUT", "60s"},
+	{"drain-delay", "SLOTGATE_DRAIN_DELAY", "5s"},
+	{"log-level", "SLOTGATE_LOG_LEVEL", "info"},
+	{"log-format", "SLOTGATE_LOG_FORMAT", "json"},
+}
+
+// bad names one expected problem: who gave the value ("--flag" or the
+// variable) and the value as given.
+type bad struct {
+	who, value string
+}
+
+// errorLines splits a joined Load error into its lines.
+func errorLines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return strings.Split(err.Error(), "\n")
+}
+
+// checkProblems fails t unless err has exactly one line per entry of want,
+// each starting with "who:" and quoting the value.
+func checkProblems(t *testing.T, err error, want ...bad) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("Load: unexpected error:\n%v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("Load: no error, want %d problem(s): %v", len(want), want)
+	}
+	lines := errorLines(err)
+	if len(lines) != len(want) {
+		t.Fatalf("Load error has %d line(s), want %d:\n%v", len(lines), len(want), err)
+	}
+	used := make([]bool, len(lines))
+	for _, w := range want {
+		found := false
+		for i, l := range lines {
+			if !used[i] && strings.HasPrefix(l, w.who+": ") && strings.Contains(l, strconv.Quote(w.value)) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("no error line names %s and %q; got:\n%v", w.who, w.value, err)
+		}
+	}
+}
+
+// mustLoad calls Load and fails t on error.
+func mustLoad(t *testing.T, args []string, env map[string]string) config.Config {
+	t.Helper()
+	c, err := config.Load(args, env)
+	if err != nil {
+		t.Fatalf("Load(%q, %q): %v", args, env, err)
+	}
+	return c
+}
