@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// StatusClientClosedRequest is logged for requests whose client left before
+// the answer; the client never sees it (nginx's 499).
+const StatusClientClosedRequest = 499
+
+// Messages of the answers slotgate gives itself. The overload message is
+// Dynamo's, byte for byte: frontends match its prefix.
+const (
+	MessageCapacity     = "Server overloaded: worker at capacity"
+	MessageQueueTimeout = "Server overloaded: queue wait timeout"
+	MessageUnreachable  = "Server unavailable: engine unreachable"
+	MessageDraining     = "Server unavailable: draining"
+)
+
+// ReasonHeader carries a machine-readable reason on every answer slotgate
+// gives itself, so routers need not parse bodies.
+const ReasonHeader = "X-Slotgate-Reason"
+
+// answer is one pre-rendered error response.
+type answer struct {
+	status     int
+	reason     string
+	body       []byte
+	retryAfter string // empty: no Retry-After header
+}
+
+// errorBody is OpenAI's error shape.
+type errorBody struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    int    `json:"code"`
+	} `json:"error"`
+}
+
+func newAnswer(status int, typ, message, reason, retryAfter string) answer {
+	var b errorBody
+	b.Error.Message, b.Error.Type, b.Error.Code = message, typ, status
+	body, err := json.Marshal(b)
+	if err != nil {
+		panic("proxy: marshal error body: " + err.Error()) // fixed shape: cannot fail
+	}
+	return answer{status: status, reason: reason, body: append(body, '\n'), retryAfter: retryAfter}
+}
+
+// answers holds every answer, rendered once at start-up so that a rejection
+// costs no encoding.
+type answers struct {
+	capacity, queueTimeout, unreachable, draining, badGateway, gatewayTimeout, tooLarge answer
+}
+
+func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
+	ra := ""
+	if retryAfterSeconds > 0 {
+		ra = strconv.Itoa(retryAfterSeconds)
+	}
+	return answers{
+		capacity:       newAnswer(overload, "Overloaded", MessageCapacity, "capacity", ra),
+		queueTimeout:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
+		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageUnreachable, "engine_unavailable", ra),
+		draining:       newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageDraining, "draining", ra),
+		badGateway:     newAnswer(http.StatusBadGateway, "EngineError", "Bad gateway: engine error", "engine_error", ""),
+		gatewayTimeout: newAnswer(http.StatusGatewayTimeout, "EngineError", "Gateway timeout: engine did not answer", "engine_error", ""),
+		tooLarge: newAnswer(http.StatusRequestEntityTooLarge, "invalid_request_error",
+			"Request body larger than "+strconv.FormatInt(maxBody, 10)+" bytes", "too_large", ""),
+	}
+}
+
+// write sends a, with the request's id so that a client can quote it.
+func (a *answer) write(w http.ResponseWriter, requestID string) {
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(a.body))}
+	h[ReasonHeader] = []string{a.reason}
+	h[requestIDHeader] = []string{requestID}
+	if a.retryAfter != "" {
+		h["Retry-After"] = []string{a.retryAfter}
+	}
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body) // the client may be gone; nothing to do about it
+}
+
+var contentTypeJSON = []string{"application/json"}

@@ -1,0 +1,64 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// errBodyTooLarge ends a queue wait whose request body passed the limit.
+var errBodyTooLarge = errors.New("request body too large")
+
+// queuedBody reads a queued request's body while the request waits. It is
+// owned by the handler, which always waits for done before returning.
+type queuedBody struct {
+	done chan struct{}
+	buf  []byte
+	err  error
+}
+
+// readQueuedBody starts reading body, up to max bytes. A read that fails or
+// passes max cancels the wait through cancel, with the reason as cause.
+func readQueuedBody(body io.Reader, max int64, cancel context.CancelCauseFunc) *queuedBody {
+	q := &queuedBody{done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		q.buf, q.err = io.ReadAll(io.LimitReader(body, max+1))
+		if q.err == nil && int64(len(q.buf)) > max {
+			q.err = errBodyTooLarge
+		}
+		if q.err != nil {
+			cancel(fmt.Errorf("read queued body: %w", q.err))
+		}
+	}()
+	return q
+}
+
+// finished reports whether the read has ended.
+func (q *queuedBody) finished() bool {
+	select {
+	case <-q.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// withBody returns a shallow copy of r that sends buf as its body, with a
+// known length and a GetBody so the transport may retry on a stale
+// keep-alive connection.
+func withBody(r *http.Request, buf []byte) *http.Request {
+	out := new(http.Request)
+	*out = *r
+	out.ContentLength = int64(len(buf))
+	out.TransferEncoding = nil
+	out.Body = io.NopCloser(bytes.NewReader(buf))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	if len(buf) == 0 {
+		out.Body = http.NoBody
+	}
+	return out
+}

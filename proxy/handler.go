@@ -1,0 +1,123 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httputil"
+	"time"
+
+	"github.com/slotgate/slotgate/limiter"
+)
+
+type recorderKey struct{}
+
+// ServeHTTP admits r through the limiter and forwards it to the engine.
+//
+// The order matters: passthrough paths skip everything; draining and an
+// over-long declared body are refused before admission; admission comes
+// before the body is read; the slot is released (deferred last, so it runs
+// first) before the request is reported.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{ResponseWriter: w, start: time.Now(), id: p.ids.forRequest(r)}
+	defer p.finish(rec, r)
+	switch {
+	case p.passthrough[r.URL.Path]:
+		rec.outcome = Passthrough
+		p.forward(rec, r)
+		return
+	case p.draining.Load():
+		p.refuse(rec, &p.answers.draining, RejectedDraining)
+		return
+	case r.ContentLength > p.maxBody:
+		p.refuse(rec, &p.answers.tooLarge, RejectedTooLarge)
+		return
+	}
+	release, r := p.admit(rec, r)
+	if release == nil {
+		return
+	}
+	defer release()
+	p.forward(rec, r)
+}
+
+func (p *Proxy) refuse(rec *recorder, a *answer, outcome Outcome) {
+	rec.outcome = outcome
+	a.write(rec, rec.id)
+}
+
+// admit takes a slot for r, or answers it. It returns the slot's release
+// function and the request to forward, or a nil release when r was answered.
+func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	var body *queuedBody
+	var queuedAt time.Time
+	release, err := p.lim.AcquireRequest(ctx, limiter.Request{OnQueued: func() {
+		queuedAt = time.Now()
+		body = readQueuedBody(r.Body, p.maxBody, cancel)
+	}})
+	if body != nil {
+		if err != nil && !body.finished() {
+			// Nobody will read the rest of the body: end the read now
+			// rather than wait for a slow client.
+			_ = http.NewResponseController(rec).SetReadDeadline(time.Now())
+		}
+		<-body.done
+		rec.queued, rec.queueWait = true, time.Since(queuedAt)
+		if err == nil && body.err != nil {
+			release()
+			err = context.Cause(ctx)
+		}
+	}
+	if err == nil && r.Context().Err() != nil {
+		// Granted, but the client left meanwhile: never forward it.
+		release()
+		err = r.Context().Err()
+	}
+	if err != nil {
+		p.refuseAdmission(rec, err, context.Cause(ctx))
+		return nil, r
+	}
+	rec.outcome = AdmittedDirect
+	if body != nil {
+		rec.outcome = AdmittedQueued
+		return release, withBody(r, body.buf)
+	}
+	if r.ContentLength < 0 {
+		r.Body = http.MaxBytesReader(rec, r.Body, p.maxBody)
+	}
+	return release, r
+}
+
+// refuseAdmission answers a request that got no slot. cause is the wait
+// context's cause, which tells a body over the limit from a departed client.
+func (p *Proxy) refuseAdmission(rec *recorder, err, cause error) {
+	switch {
+	case errors.Is(err, limiter.ErrQueueFull):
+		p.refuse(rec, &p.answers.capacity, RejectedCapacity)
+	case errors.Is(err, limiter.ErrQueueTimeout):
+		p.refuse(rec, &p.answers.queueTimeout, RejectedQueueTimeout)
+	case errors.Is(cause, errBodyTooLarge):
+		p.refuse(rec, &p.answers.tooLarge, RejectedTooLarge)
+	default:
+		// The client left while queued; it will not read an answer.
+		rec.outcome = CancelledQueued
+		rec.status = StatusClientClosedRequest
+	}
+}
+
+func (p *Proxy) forward(rec *recorder, r *http.Request) {
+	p.rp.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec)))
+}
+
+// rewrite builds the engine request: the engine's URL, X-Forwarded-For
+// appended to what the client sent, and the request id.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(p.engine)
+	pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+	pr.SetXForwarded()
+	if rec, ok := pr.In.Context().Value(recorderKey{}).(*recorder); ok {
+		pr.Out.Header.Set(requestIDHeader, rec.id)
+	}
+}

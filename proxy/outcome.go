@@ -1,0 +1,58 @@
+package proxy
+
+// Outcome is how one request ended; each admitted or refused request has
+// exactly one. The values are Prometheus label values of
+// slotgate_requests_total{outcome}.
+type Outcome string
+
+// The outcomes. Admitted requests that were served end as admitted_direct
+// or admitted_queued whatever status the engine answered; those whose
+// engine failed end as rejected_unavailable or engine_error, and those whose
+// client left end as cancelled_running.
+const (
+	AdmittedDirect       Outcome = "admitted_direct"
+	AdmittedQueued       Outcome = "admitted_queued"
+	RejectedCapacity     Outcome = "rejected_capacity"
+	RejectedQueueTimeout Outcome = "rejected_queue_timeout"
+	RejectedUnavailable  Outcome = "rejected_unavailable"
+	RejectedDraining     Outcome = "rejected_draining"
+	RejectedTooLarge     Outcome = "rejected_too_large"
+	CancelledQueued      Outcome = "cancelled_queued"
+	CancelledRunning     Outcome = "cancelled_running"
+	EngineError          Outcome = "engine_error"
+	// Passthrough marks engine probe paths, which take no slot. They are
+	// logged but not reported to the Observer.
+	Passthrough Outcome = "passthrough"
+)
+
+// Outcomes lists every outcome reported to an Observer, so that metrics can
+// create each series at zero before the first request.
+func Outcomes() []string {
+	return []string{
+		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
+		string(RejectedQueueTimeout), string(RejectedUnavailable), string(RejectedDraining),
+		string(RejectedTooLarge), string(CancelledQueued), string(CancelledRunning),
+		string(EngineError),
+	}
+}
+
+// Observer receives what the proxy measures. Implementations must be safe
+// for concurrent use and fast: they run on the request path.
+type Observer interface {
+	// RequestDone is called once per request that went through admission.
+	// The outcome is one of Outcomes, as a string so that implementations
+	// need not import this package.
+	RequestDone(outcome string)
+	// QueueWait is called once per request that was admitted (zero when it
+	// took a free slot at once) or left the queue without a slot.
+	QueueWait(seconds float64)
+	// FirstByte is called once per admitted request whose response started,
+	// with the time from arrival (queue wait included) to the first byte.
+	FirstByte(seconds float64)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RequestDone(string) {}
+func (nopObserver) QueueWait(float64)  {}
+func (nopObserver) FirstByte(float64)  {}

@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+)
+
+// recorder is the state of one request. It wraps the client's
+// ResponseWriter to learn the status, the bytes written and the time of the
+// first byte, and carries the outcome chosen by whichever part of the proxy
+// ends the request. One is allocated per request.
+type recorder struct {
+	http.ResponseWriter
+	id        string
+	start     time.Time
+	queued    bool
+	queueWait time.Duration
+	status    int
+	bytes     int64
+	firstByte time.Time
+	writeErr  error
+	outcome   Outcome
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if r.firstByte.IsZero() {
+		r.firstByte = time.Now()
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	if err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+	return n, err
+}
+
+// FlushError lets http.ResponseController (used by httputil.ReverseProxy)
+// flush through the wrapper; streaming depends on it.
+func (r *recorder) FlushError() error {
+	err := http.NewResponseController(r.ResponseWriter).Flush()
+	if err != nil && r.writeErr == nil {
+		r.writeErr = err
+	}
+	return err
+}
+
+// Unwrap exposes the underlying writer to http.ResponseController, for read
+// deadlines and full duplex.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// clientGone reports whether the client left: its context ended or a write
+// to it failed.
+func (r *recorder) clientGone(req *http.Request) bool {
+	return req.Context().Err() != nil || r.writeErr != nil
+}
