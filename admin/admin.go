@@ -1,0 +1,49 @@
+package admin
+
+import (
+	"errors"
+	"net/http"
+)
+
+// Options configure the admin handler.
+type Options struct {
+	// Metrics serves /metrics. Required.
+	Metrics http.Handler
+	// Ready returns nil when the sidecar should receive traffic, and the
+	// reason otherwise. Required.
+	Ready func() error
+	// Drain starts draining; it must return at once and be safe to call
+	// more than once. Required.
+	Drain func()
+}
+
+// NewHandler returns the admin port's handler.
+func NewHandler(opts Options) (http.Handler, error) {
+	if opts.Metrics == nil || opts.Ready == nil || opts.Drain == nil {
+		return nil, errors.New("admin: metrics, ready and drain are required")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", opts.Metrics)
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		writeText(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := opts.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			return
+		}
+		writeText(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("POST /drain", func(w http.ResponseWriter, _ *http.Request) {
+		opts.Drain()
+		writeText(w, http.StatusAccepted, "draining")
+	})
+	return mux, nil
+}
+
+func writeText(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(msg + "\n"))
+}

@@ -1,0 +1,123 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configure a Prober.
+type Options struct {
+	// URL is polled with GET; a 200 answer means ready. Required.
+	URL string
+	// Interval between polls; 0 means one second.
+	Interval time.Duration
+	// Timeout of one poll; 0 means the interval.
+	Timeout time.Duration
+	// Client makes the polls; nil means a client of its own.
+	Client *http.Client
+	// Logger gets state changes; nil logs nothing.
+	Logger *zap.Logger
+}
+
+// Prober polls an engine's health endpoint.
+type Prober struct {
+	url      string
+	interval time.Duration
+	timeout  time.Duration
+	client   *http.Client
+	log      *zap.Logger
+	last     atomic.Pointer[result]
+}
+
+type result struct {
+	at  time.Time
+	err error // nil: answered 200
+}
+
+// New checks opts and returns a Prober; it starts nothing.
+func New(opts Options) (*Prober, error) {
+	if opts.URL == "" {
+		return nil, errors.New("health: a URL is required")
+	}
+	p := &Prober{url: opts.URL, interval: opts.Interval, timeout: opts.Timeout, client: opts.Client, log: opts.Logger}
+	if p.interval <= 0 {
+		p.interval = time.Second
+	}
+	if p.timeout <= 0 {
+		p.timeout = p.interval
+	}
+	if p.client == nil {
+		p.client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+	}
+	if p.log == nil {
+		p.log = zap.NewNop()
+	}
+	return p, nil
+}
+
+// Run polls until ctx ends, the first time at once. It always returns nil
+// once ctx ends: a failing engine is a state, not an error.
+func (p *Prober) Run(ctx context.Context) error {
+	t := time.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		p.record(p.poll(ctx))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (p *Prober) poll(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url, nil)
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("poll %s: %w", p.url, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("poll %s: status %d", p.url, resp.StatusCode)
+	}
+	return nil
+}
+
+func (p *Prober) record(err error) {
+	prev := p.last.Swap(&result{at: time.Now(), err: err})
+	wasReady := prev != nil && prev.err == nil
+	switch {
+	case err == nil && !wasReady:
+		p.log.Info("engine is ready", zap.String("url", p.url))
+	case err != nil && (wasReady || prev == nil):
+		p.log.Warn("engine is not ready", zap.String("url", p.url), zap.Error(err))
+	}
+}
+
+// Ready returns nil when the engine answered 200 recently, and otherwise
+// the reason it is not ready.
+func (p *Prober) Ready() error {
+	r := p.last.Load()
+	switch {
+	case r == nil:
+		return errors.New("engine not polled yet")
+	case r.err != nil:
+		return r.err
+	case time.Since(r.at) > 3*p.interval:
+		return fmt.Errorf("engine last answered %s ago", time.Since(r.at).Round(time.Millisecond))
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slotgate/slotgate/limiter"
+)
+
+// Dynamo's help strings, byte for byte (lib/runtime/src/metrics/work_handler_pool.rs).
+const (
+	helpRejection = "Requests rejected because the worker is at capacity (engine in-flight limit and Dynamo queue both full)"
+	helpEngine    = "Current number of requests being handled by the engine (--engine-request-limit)"
+	helpQueue     = "Current number of requests queued in Dynamo not yet in the engine (--dynamo-request-queue-limit)"
+)
+
+// limiterCollector reads one limiter.Stats per scrape and exposes it.
+type limiterCollector struct {
+	stats func() limiter.Stats
+
+	rejections, engine, queue, slotLimit, queueLimit *prometheus.Desc
+}
+
+func newLimiterCollector(stats func() limiter.Stats) *limiterCollector {
+	return &limiterCollector{
+		stats:      stats,
+		rejections: prometheus.NewDesc("dynamo_rejection_request_total", helpRejection, nil, nil),
+		engine:     prometheus.NewDesc("dynamo_engine_request", helpEngine, nil, nil),
+		queue:      prometheus.NewDesc("dynamo_request_queue", helpQueue, nil, nil),
+		slotLimit: prometheus.NewDesc("slotgate_engine_request_limit",
+			"N, the engine slots (--engine-request-limit); 0 when no limit is set.", nil, nil),
+		queueLimit: prometheus.NewDesc("slotgate_request_queue_limit",
+			"Q, the places in the overflow queue (DYN_DYNAMO_REQUEST_QUEUE_LIMIT); 0 when no limit is set.", nil, nil),
+	}
+}
+
+func (c *limiterCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.rejections
+	ch <- c.engine
+	ch <- c.queue
+	ch <- c.slotLimit
+	ch <- c.queueLimit
+}
+
+func (c *limiterCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.rejections, prometheus.CounterValue, float64(s.RejectedFull))
+	ch <- prometheus.MustNewConstMetric(c.engine, prometheus.GaugeValue, float64(s.Holding))
+	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(s.Waiting))
+	ch <- prometheus.MustNewConstMetric(c.slotLimit, prometheus.GaugeValue, float64(s.Slots))
+	ch <- prometheus.MustNewConstMetric(c.queueLimit, prometheus.GaugeValue, float64(s.QueueLen))
+}

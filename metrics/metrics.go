@@ -1,0 +1,104 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/slotgate/slotgate/limiter"
+)
+
+// Options configure the metrics.
+type Options struct {
+	// Limiter returns the limiter's current state. Required.
+	Limiter func() limiter.Stats
+	// Outcomes are the label values of slotgate_requests_total, created at
+	// zero. Required.
+	Outcomes []string
+	// Version and Revision label slotgate_build_info.
+	Version, Revision string
+}
+
+// Metrics holds slotgate's collectors. Its methods are safe for concurrent
+// use and implement the proxy's Observer.
+type Metrics struct {
+	requests  map[string]prometheus.Counter
+	queueWait prometheus.Histogram
+	firstByte prometheus.Histogram
+}
+
+// New registers every collector on reg.
+func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
+	if opts.Limiter == nil || len(opts.Outcomes) == 0 {
+		return nil, errors.New("metrics: a limiter source and the outcomes are required")
+	}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "slotgate_requests_total",
+		Help: "Requests that went through admission, by how they ended.",
+	}, []string{"outcome"})
+	m := &Metrics{
+		requests: make(map[string]prometheus.Counter, len(opts.Outcomes)),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "slotgate_queue_wait_seconds",
+			Help:    "Time admitted requests waited for an engine slot (0 when one was free), and time refused ones spent queued.",
+			Buckets: waitBuckets,
+		}),
+		firstByte: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "slotgate_time_to_first_byte_seconds",
+			Help:    "Time from a request's arrival, queue wait included, to the first byte of the engine's response.",
+			Buckets: waitBuckets,
+		}),
+	}
+	for _, o := range opts.Outcomes {
+		m.requests[o] = requests.WithLabelValues(o)
+	}
+	cs := []prometheus.Collector{
+		requests, m.queueWait, m.firstByte,
+		newLimiterCollector(opts.Limiter),
+		buildInfo(opts.Version, opts.Revision),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// waitBuckets span a millisecond to ten minutes: LLM queues and streams need
+// far more than prometheus.DefBuckets' 10 s.
+var waitBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// RequestDone counts one request under its outcome. An outcome not given
+// to New is a programming error and is dropped rather than crash a request.
+func (m *Metrics) RequestDone(outcome string) {
+	if c, ok := m.requests[outcome]; ok {
+		c.Inc()
+	}
+}
+
+// QueueWait observes one queue wait.
+func (m *Metrics) QueueWait(seconds float64) { m.queueWait.Observe(seconds) }
+
+// FirstByte observes one time to first byte.
+func (m *Metrics) FirstByte(seconds float64) { m.firstByte.Observe(seconds) }
+
+// Handler serves the metrics gathered by g.
+func Handler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+func buildInfo(version, revision string) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "slotgate_build_info",
+		Help: "A metric with a constant '1' value labelled by the slotgate version and revision.",
+	}, []string{"version", "revision"})
+	g.WithLabelValues(version, revision).Set(1)
+	return g
+}
