@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/slotgate/slotgate/admin"
+	"github.com/slotgate/slotgate/config"
+	"github.com/slotgate/slotgate/health"
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/metrics"
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// app is the wired process: every part, built from the configuration, and
+// nothing started yet.
+type app struct {
+	cfg    config.Config
+	log    *zap.Logger
+	lim    *limiter.Limiter
+	proxy  *proxy.Proxy
+	prober *health.Prober
+	drain  *drainer
+
+	proxyServer, adminServer *http.Server
+}
+
+// Interface guard: the metrics implement what the proxy reports to.
+var _ proxy.Observer = (*metrics.Metrics)(nil)
+
+func newApp(cfg config.Config, log *zap.Logger) (*app, error) {
+	lim, err := newLimiter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.Options{
+		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Version: version, Revision: commit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := proxy.New(proxy.Options{
+		Engine:              cfg.EngineURL,
+		Limiter:             lim,
+		OverloadStatus:      cfg.OverloadStatus,
+		RetryAfter:          cfg.RetryAfter,
+		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes,
+		PassthroughPaths:    cfg.PassthroughPaths,
+		Observer:            m,
+		AccessLog:           log.Named("access"),
+		Logger:              log.Named("proxy"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	prober, err := health.New(health.Options{
+		URL: cfg.EngineURL.JoinPath(cfg.EngineHealthPath).String(), Logger: log.Named("health"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := &app{cfg: cfg, log: log, lim: lim, proxy: p, prober: prober}
+	a.drain = newDrainer(log.Named("drain"))
+	adminHandler, err := admin.NewHandler(admin.Options{
+		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.proxyServer = newProxyServer(p, log)
+	a.adminServer = newAdminServer(adminHandler, log)
+	return a, nil
+}
+
+func newLimiter(cfg config.Config) (*limiter.Limiter, error) {
+	if cfg.EngineRequestLimit == 0 {
+		return limiter.NewUnlimited(), nil
+	}
+	return limiter.New(limiter.Options{
+		Slots: cfg.EngineRequestLimit, QueueLen: cfg.RequestQueueLimit, QueueTimeout: cfg.QueueTimeout,
+	})
+}
+
+// ready is /readyz: not draining, and the engine answered its health path
+// recently.
+func (a *app) ready() error {
+	if a.drain.started() {
+		return errors.New("draining")
+	}
+	if err := a.prober.Ready(); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	return nil
+}
+
+// newProxyServer serves the proxy over HTTP/1.1 and cleartext HTTP/2. It
+// has a header timeout but no read or write timeout: a stream may last as
+// long as a generation does.
+func newProxyServer(h http.Handler, log *zap.Logger) *http.Server {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Handler:           h,
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          zap.NewStdLog(log.Named("proxy.server")),
+	}
+}
+
+func newAdminServer(h http.Handler, log *zap.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          zap.NewStdLog(log.Named("admin.server")),
+	}
+}
+
+// listen binds both ports before anything is served, so that a port in use
+// fails start-up rather than half of it.
+func (a *app) listen() (proxyLn, adminLn net.Listener, err error) {
+	proxyLn, err = net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on --listen %s: %w", a.cfg.Listen, err)
+	}
+	adminLn, err = net.Listen("tcp", a.cfg.AdminListen)
+	if err != nil {
+		proxyLn.Close()
+		return nil, nil, fmt.Errorf("listen on --admin-listen %s: %w", a.cfg.AdminListen, err)
+	}
+	return proxyLn, adminLn, nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Exit statuses of run.
+const (
+	exitOK     = 0
+	exitFailed = 1
+)
+
+// idlePoll is how often shutdown checks whether admitted and queued
+// requests have all finished.
+const idlePoll = 20 * time.Millisecond
+
+// run serves until the drain ends or something fails, and returns the exit
+// status. It owns every goroutine it starts: the two servers and the engine
+// prober, all ended before it returns, except after a second signal, when
+// the process exits at once by design.
+func (a *app) run(signals <-chan os.Signal) int {
+	proxyLn, adminLn, err := a.listen()
+	if err != nil {
+		a.log.Error("start-up failed", zap.Error(err))
+		return exitFailed
+	}
+	a.log.Info("listening", zap.String("proxy", proxyLn.Addr().String()), zap.String("admin", adminLn.Addr().String()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	serveErr := make(chan error, 2)
+	wg.Go(func() { serveErr <- serve(a.proxyServer, proxyLn) })
+	wg.Go(func() { serveErr <- serve(a.adminServer, adminLn) })
+	wg.Go(func() { _ = a.prober.Run(ctx) })
+	code, now := a.await(signals, serveErr)
+	if now {
+		return code
+	}
+	a.adminServer.Close()
+	a.proxyServer.Close()
+	cancel()
+	wg.Wait()
+	return code
+}
+
+// serve runs srv on ln; it returns nil once the server was shut down.
+func serve(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// await runs the drain: a signal or POST /drain fails readiness at once;
+// new requests are still served for the drain delay, while endpoints
+// update; then they are refused with 503 draining. After a signal, once
+// refusing, it waits for admitted and queued requests to finish. A second
+// signal ends everything at once (now is then true).
+func (a *app) await(signals <-chan os.Signal, serveErr <-chan error) (code int, now bool) {
+	begun := a.drain.begun
+	var delayOver <-chan time.Time
+	terminating, refusing := false, false
+	for !(terminating && refusing) {
+		select {
+		case err := <-serveErr:
+			if err != nil {
+				a.log.Error("server failed", zap.Error(err))
+				return exitFailed, false
+			}
+		case <-begun:
+			begun = nil
+			delayOver = time.After(a.cfg.DrainDelay)
+		case <-delayOver:
+			delayOver, refusing = nil, true
+			a.proxy.StartDraining()
+			a.log.Info("draining: new requests are now refused with 503")
+		case sig := <-signals:
+			if terminating {
+				a.log.Warn("second signal: exiting now", zap.String("signal", sig.String()))
+				return exitFailed, true
+			}
+			terminating = true
+			a.log.Info("signal received: draining", zap.String("signal", sig.String()))
+			a.drain.start()
+		}
+	}
+	return a.shutdown(signals)
+}
+
+// shutdown waits, within --shutdown-timeout, for every admitted and queued
+// request to finish, then closes the proxy's listener and waits for the
+// last responses to be written.
+func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	tick := time.NewTicker(idlePoll)
+	defer tick.Stop()
+	for s := a.lim.Stats(); s.Holding+s.Waiting > 0; s = a.lim.Stats() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			a.log.Error("shutdown timeout: cutting requests still running",
+				zap.Int("holding", s.Holding), zap.Int("waiting", s.Waiting))
+			return exitFailed, false
+		case <-signals:
+			a.log.Warn("second signal: exiting now")
+			return exitFailed, true
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.proxyServer.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			a.log.Error("shutdown timeout: cutting connections still open", zap.Error(err))
+			return exitFailed, false
+		}
+	case <-signals:
+		a.log.Warn("second signal: exiting now")
+		return exitFailed, true
+	}
+	a.log.Info("drained: exiting")
+	return exitOK, false
+}

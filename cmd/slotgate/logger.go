@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/slotgate/slotgate/config"
+)
+
+// newLogger builds the only logger of the process. It never samples: the
+// access log must keep every line under load, and zap's production sampling
+// would drop a constant message after 100 a second.
+func newLogger(level, format string, out io.Writer) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeDuration = zapcore.SecondsDurationEncoder
+	var encoder zapcore.Encoder
+	if format == "console" {
+		enc.EncodeLevel = zapcore.CapitalLevelEncoder
+		encoder = zapcore.NewConsoleEncoder(enc)
+	} else {
+		encoder = zapcore.NewJSONEncoder(enc)
+	}
+	core := zapcore.NewCore(encoder, zapcore.Lock(zapcore.AddSync(out)), lvl)
+	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(out)))).Named("slotgate"), nil
+}
+
+// logConfig logs the effective configuration once, each value with where
+// it came from.
+func logConfig(log *zap.Logger, c config.Config) {
+	src := func(flag string) zap.Field {
+		return zap.String(strings.ReplaceAll(flag, "-", "_")+"_from", c.Sources[flag])
+	}
+	engine := ""
+	if c.EngineURL != nil {
+		engine = c.EngineURL.String()
+	}
+	log.Info("configuration",
+		zap.String("version", version), zap.String("commit", commit),
+		zap.Int("engine_request_limit", c.EngineRequestLimit), src("engine-request-limit"),
+		zap.Int("request_queue_limit", c.RequestQueueLimit), src("request-queue-limit"),
+		zap.Int("overload_status_code", c.OverloadStatus), src("overload-status-code"),
+		zap.Duration("queue_timeout", c.QueueTimeout),
+		zap.String("listen", c.Listen), zap.String("admin_listen", c.AdminListen),
+		zap.String("engine_url", engine), zap.String("engine_health_path", c.EngineHealthPath),
+		zap.Strings("passthrough_paths", c.PassthroughPaths),
+		zap.Int64("max_request_body_bytes", c.MaxRequestBodyBytes),
+		zap.Duration("retry_after", c.RetryAfter),
+		zap.Duration("shutdown_timeout", c.ShutdownTimeout), zap.Duration("drain_delay", c.DrainDelay),
+		zap.String("log_level", c.LogLevel), zap.String("log_format", c.LogFormat),
+		zap.Bool("capped", c.EngineRequestLimit > 0),
+	)
+}
