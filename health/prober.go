@@ -34,6 +34,9 @@ type Prober struct {
 	client   *http.Client
 	log      *zap.Logger
 	last     atomic.Pointer[result]
+	// ownClient is set when the prober made its client, so Run may close
+	// the client's idle connection when it returns.
+	ownClient bool
 }
 
 type result struct {
@@ -54,7 +57,13 @@ func New(opts Options) (*Prober, error) {
 		p.timeout = p.interval
 	}
 	if p.client == nil {
-		p.client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1}}
+		p.client = &http.Client{
+			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1},
+			// A redirect is not a health answer: only a 200 from the path
+			// itself means ready.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		p.ownClient = true
 	}
 	if p.log == nil {
 		p.log = zap.NewNop()
@@ -67,8 +76,17 @@ func New(opts Options) (*Prober, error) {
 func (p *Prober) Run(ctx context.Context) error {
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
+	if p.ownClient {
+		// Leave no keep-alive connection (and its goroutines) behind: the
+		// transport has no idle timeout.
+		defer p.client.CloseIdleConnections()
+	}
 	for {
-		p.record(p.poll(ctx))
+		err := p.poll(ctx)
+		if ctx.Err() != nil {
+			return nil // a poll cut short by shutdown says nothing about the engine
+		}
+		p.record(err)
 		select {
 		case <-ctx.Done():
 			return nil

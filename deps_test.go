@@ -1,0 +1,293 @@
+// Package deps_test checks the import rules between slotgate's packages. It
+// is a test-only package at the module root: it reads the dependency graph
+// with `go list`, so it covers transitive imports too.
+package deps_test
+
+import (
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const module = "github.com/slotgate/slotgate"
+
+// rule constrains the transitive (non-test) dependencies of one package.
+type rule struct {
+	pkg string // relative to the module, e.g. "limiter"
+	// stdlibOnly allows only the standard library, plus the prefixes in
+	// allow.
+	stdlibOnly bool
+	allow      []string
+	// forbid lists import path prefixes the package must not depend on.
+	// A prefix matches the path itself and everything under it.
+	forbid []string
+}
+
+var (
+	pkgConfig  = module + "/config"
+	pkgMetrics = module + "/metrics"
+	pkgAdmin   = module + "/admin"
+	pkgHealth  = module + "/health"
+	pkgProxy   = module + "/proxy"
+	pkgLimiter = module + "/limiter"
+	pkgCmd     = module + "/cmd"
+	pkgMain    = module + "/cmd/slotgate"
+)
+
+var rules = []rule{
+	// The limiter is the core; it must stay free of every dependency (and
+	// so of proxy).
+	{pkg: "limiter", stdlibOnly: true},
+	{pkg: "config", stdlibOnly: true, allow: []string{"github.com/caarlos0/env/v11"}},
+	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, "github.com/prometheus"}},
+	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd}},
+	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
+	{pkg: "health", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
+}
+
+func TestImportRules(t *testing.T) {
+	g := newGraph(t)
+	for _, r := range rules {
+		t.Run(r.pkg, func(t *testing.T) {
+			pkg := module + "/" + r.pkg
+			g.deps(t, pkg)
+			for _, v := range g.violations(pkg, r.check) {
+				t.Errorf("%s imports %s (%s); import chain: %s", pkg, v.dep, v.why, strings.Join(v.chain, " -> "))
+			}
+		})
+	}
+}
+
+// check returns why the rule forbids dep, or "" when it allows it.
+func (r rule) check(dep string) string {
+	switch {
+	case r.stdlibOnly && !isStdlib(dep) && !hasPrefix(dep, r.allow):
+		if len(r.allow) > 0 {
+			return "only the standard library and " + strings.Join(r.allow, ", ") + " are allowed"
+		}
+		return "only the standard library is allowed"
+	case hasPrefix(dep, r.forbid):
+		return "forbidden"
+	}
+	return ""
+}
+
+// TestOnlyMainImportsConfig checks every package of the module: config is
+// read once, in cmd/slotgate, and handed down as plain values.
+func TestOnlyMainImportsConfig(t *testing.T) {
+	g := newGraph(t)
+	pkgs := g.list(t, "./...")
+	if !slices.Contains(pkgs, pkgConfig) || !slices.Contains(pkgs, pkgMain) {
+		t.Fatalf("go list ./... = %v, want it to include %s and %s", pkgs, pkgConfig, pkgMain)
+	}
+	for _, pkg := range pkgs {
+		if pkg == pkgMain || pkg == pkgConfig {
+			continue
+		}
+		t.Run(strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/"), func(t *testing.T) {
+			g.deps(t, pkg)
+			onlyMain := func(dep string) string {
+				if dep == pkgConfig {
+					return "forbidden: only " + pkgMain + " may import it"
+				}
+				return ""
+			}
+			for _, v := range g.violations(pkg, onlyMain) {
+				t.Errorf("%s imports %s (%s); import chain: %s", pkg, v.dep, v.why, strings.Join(v.chain, " -> "))
+			}
+		})
+	}
+}
+
+// TestRulesNameRealPackages keeps the table honest: a rule about a package
+// that no longer exists would pass silently.
+func TestRulesNameRealPackages(t *testing.T) {
+	g := newGraph(t)
+	pkgs := g.list(t, "./...")
+	for _, r := range rules {
+		if !slices.Contains(pkgs, module+"/"+r.pkg) {
+			t.Errorf("rule for %s names no package of the module (go list ./... = %v)", r.pkg, pkgs)
+		}
+	}
+}
+
+// TestRuleCheck tests the checker itself, without the go command.
+func TestRuleCheck(t *testing.T) {
+	byPkg := map[string]rule{}
+	for _, r := range rules {
+		byPkg[r.pkg] = r
+	}
+	tests := []struct {
+		pkg, dep string
+		allowed  bool
+	}{
+		{"limiter", "sync/atomic", true},
+		{"limiter", "vendor/golang.org/x/net/http2/hpack", true},
+		{"limiter", "github.com/prometheus/client_golang/prometheus", false},
+		{"limiter", "go.uber.org/zap", false},
+		{"limiter", "golang.org/x/sys/unix", false},
+		{"limiter", pkgProxy, false},
+		{"config", "github.com/caarlos0/env/v11", true},
+		{"config", "github.com/caarlos0/env/v11/sub", true},
+		{"config", "github.com/caarlos0/env/v12", false},
+		{"config", "github.com/caarlos0/env/v110", false},
+		{"config", pkgLimiter, false},
+		{"proxy", pkgLimiter, true},
+		{"proxy", "go.uber.org/zap", true},
+		{"proxy", pkgConfig, false},
+		{"proxy", pkgMain, false},
+		{"proxy", "github.com/prometheus/client_golang/prometheus", false},
+		{"proxy", "github.com/prometheusx/y", true},
+		{"metrics", "github.com/prometheus/client_golang/prometheus", true},
+		{"metrics", pkgLimiter, true},
+		{"metrics", pkgProxy, false},
+		{"metrics", pkgHealth, false},
+		{"admin", "net/http", true},
+		{"admin", pkgLimiter, false},
+		{"admin", pkgMetrics, false},
+		{"health", "go.uber.org/zap", true},
+		{"health", pkgProxy, false},
+		{"health", module + "/configx", true},
+	}
+	for _, tt := range tests {
+		r, ok := byPkg[tt.pkg]
+		if !ok {
+			t.Fatalf("no rule for %s", tt.pkg)
+		}
+		if why := r.check(tt.dep); (why == "") != tt.allowed {
+			t.Errorf("rule %s on %s: %q, want allowed=%v", tt.pkg, tt.dep, why, tt.allowed)
+		}
+	}
+}
+
+// isStdlib reports whether path is in the standard library: its first
+// element has no dot (github.com/..., go.uber.org/..., golang.org/x/... all
+// do). The standard library's vendored packages start with "vendor/".
+func isStdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func hasPrefix(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// graph runs go list and remembers each package's direct imports, so that a
+// failure can show how a forbidden package is reached.
+type graph struct {
+	goBin string
+
+	mu      sync.Mutex
+	imports map[string][]string
+	depsOf  map[string][]string
+}
+
+func newGraph(t *testing.T) *graph {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("skipping import rules: the go command is not on PATH (%v)", err)
+	}
+	return &graph{goBin: goBin, imports: map[string][]string{}, depsOf: map[string][]string{}}
+}
+
+// goList runs go list in the module root, which is this test's directory.
+func (g *graph) goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), g.goBin, append([]string{"list"}, args...)...)
+	cmd.Dir = "."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// list returns the import paths of the packages that match pattern and
+// have Go files to build (the module root holds only this test).
+func (g *graph) list(t *testing.T, pattern string) []string {
+	t.Helper()
+	var pkgs []string
+	for _, line := range g.goList(t, "-f", "{{if .GoFiles}}{{.ImportPath}}{{end}}", pattern) {
+		if line != "" {
+			pkgs = append(pkgs, line)
+		}
+	}
+	return pkgs
+}
+
+// deps returns pkg and every package it depends on, tests excluded.
+func (g *graph) deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	g.mu.Lock()
+	d, ok := g.depsOf[pkg]
+	g.mu.Unlock()
+	if ok {
+		return d
+	}
+	lines := g.goList(t, "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", pkg)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		d = append(d, fields[0])
+		g.imports[fields[0]] = fields[1:]
+	}
+	if !slices.Contains(d, pkg) {
+		t.Fatalf("go list -deps %s did not list the package itself: %v", pkg, d)
+	}
+	g.depsOf[pkg] = d
+	return d
+}
+
+type violation struct {
+	dep, why string
+	chain    []string // from the package to dep, both included
+}
+
+// violations walks the imports of pkg (which deps must have loaded) breadth
+// first and returns each package that check objects to, with a shortest
+// import chain to it. It does not walk past such a package, so one bad
+// import is reported once rather than with everything it drags in.
+func (g *graph) violations(pkg string, check func(dep string) string) []violation {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []violation
+	prev := map[string]string{pkg: ""}
+	queue := []string{pkg}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p != pkg {
+			if why := check(p); why != "" {
+				var chain []string
+				for q := p; q != ""; q = prev[q] {
+					chain = append(chain, q)
+				}
+				slices.Reverse(chain)
+				out = append(out, violation{dep: p, why: why, chain: chain})
+				continue
+			}
+		}
+		for _, next := range g.imports[p] {
+			if _, seen := prev[next]; !seen {
+				prev[next] = p
+				queue = append(queue, next)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,566 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/metrics"
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// fixedStats is a limiter snapshot whose fields all differ, so that a gauge
+// reading the wrong field shows.
+var fixedStats = limiter.Stats{
+	Slots:            4,
+	QueueLen:         8,
+	QueueTimeout:     time.Minute,
+	Holding:          3,
+	Waiting:          5,
+	AdmittedDirect:   11,
+	AdmittedQueued:   13,
+	RejectedFull:     7,
+	TimedOut:         17,
+	CancelledWaiting: 19,
+}
+
+func newMetrics(t *testing.T, stats func() limiter.Stats) (*metrics.Metrics, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.Options{
+		Limiter:  stats,
+		Outcomes: proxy.Outcomes(),
+		Version:  "v",
+		Revision: "r",
+	})
+	if err != nil {
+		t.Fatalf("metrics.New: %v", err)
+	}
+	return m, reg
+}
+
+func fixed() limiter.Stats { return fixedStats }
+
+// TestDynamoMetricsExposition pins Dynamo's three worker admission metrics
+// byte for byte: names, help strings, types, and no labels.
+func TestDynamoMetricsExposition(t *testing.T) {
+	_, reg := newMetrics(t, fixed)
+	const want = `
+# HELP dynamo_engine_request Current number of requests being handled by the engine (--engine-request-limit)
+# TYPE dynamo_engine_request gauge
+dynamo_engine_request 3
+# HELP dynamo_rejection_request_total Requests rejected because the worker is at capacity (engine in-flight limit and Dynamo queue both full)
+# TYPE dynamo_rejection_request_total counter
+dynamo_rejection_request_total 7
+# HELP dynamo_request_queue Current number of requests queued in Dynamo not yet in the engine (--dynamo-request-queue-limit)
+# TYPE dynamo_request_queue gauge
+dynamo_request_queue 5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"dynamo_engine_request", "dynamo_request_queue", "dynamo_rejection_request_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestLimitGauges(t *testing.T) {
+	_, reg := newMetrics(t, fixed)
+	const want = `
+# HELP slotgate_engine_request_limit N, the engine slots (--engine-request-limit); 0 when no limit is set.
+# TYPE slotgate_engine_request_limit gauge
+slotgate_engine_request_limit 4
+# HELP slotgate_request_queue_limit Q, the places in the overflow queue (DYN_DYNAMO_REQUEST_QUEUE_LIMIT); 0 when no limit is set.
+# TYPE slotgate_request_queue_limit gauge
+slotgate_request_queue_limit 8
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"slotgate_engine_request_limit", "slotgate_request_queue_limit"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestUnlimitedLimiterReportsZeroLimits(t *testing.T) {
+	l := limiter.NewUnlimited()
+	_, reg := newMetrics(t, l.Stats)
+	if got := gaugeValue(t, reg, "slotgate_engine_request_limit"); got != 0 {
+		t.Errorf("slotgate_engine_request_limit = %v for an unlimited limiter, want 0", got)
+	}
+	if got := gaugeValue(t, reg, "slotgate_request_queue_limit"); got != 0 {
+		t.Errorf("slotgate_request_queue_limit = %v for an unlimited limiter, want 0", got)
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	_, reg := newMetrics(t, fixed)
+	const want = `
+# HELP slotgate_build_info A metric with a constant '1' value labelled by the slotgate version and revision.
+# TYPE slotgate_build_info gauge
+slotgate_build_info{revision="r",version="v"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "slotgate_build_info"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestLimiterSnapshotPerScrape shows that the limiter is read once per
+// scrape, not once per gauge.
+func TestLimiterSnapshotPerScrape(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	_, reg := newMetrics(t, func() limiter.Stats {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return fixedStats
+	})
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Errorf("one scrape read the limiter %d times, want 1", calls)
+	}
+}
+
+func TestRequestsTotalStartsAtZeroForEveryOutcome(t *testing.T) {
+	_, reg := newMetrics(t, fixed)
+	got := outcomeCounts(t, reg)
+	want := proxy.Outcomes()
+	if len(got) != len(want) {
+		t.Errorf("slotgate_requests_total has %d series, want %d: %v", len(got), len(want), got)
+	}
+	for _, o := range want {
+		v, ok := got[o]
+		switch {
+		case !ok:
+			t.Errorf("slotgate_requests_total{outcome=%q} is missing before any request", o)
+		case v != 0:
+			t.Errorf("slotgate_requests_total{outcome=%q} = %v before any request, want 0", o, v)
+		}
+	}
+}
+
+func TestRequestDoneCountsItsOutcome(t *testing.T) {
+	m, reg := newMetrics(t, fixed)
+	m.RequestDone(string(proxy.AdmittedQueued))
+	m.RequestDone(string(proxy.AdmittedQueued))
+	m.RequestDone(string(proxy.RejectedCapacity))
+
+	want := map[string]float64{}
+	for _, o := range proxy.Outcomes() {
+		want[o] = 0
+	}
+	want[string(proxy.AdmittedQueued)] = 2
+	want[string(proxy.RejectedCapacity)] = 1
+	got := outcomeCounts(t, reg)
+	for o, w := range want {
+		if got[o] != w {
+			t.Errorf("slotgate_requests_total{outcome=%q} = %v, want %v", o, got[o], w)
+		}
+	}
+}
+
+func TestRequestDoneUnknownOutcomeIsDropped(t *testing.T) {
+	m, reg := newMetrics(t, fixed)
+	before := outcomeCounts(t, reg)
+	for _, o := range []string{"no_such_outcome", "", string(proxy.Passthrough)} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("RequestDone(%q) panicked: %v", o, r)
+				}
+			}()
+			m.RequestDone(o)
+		}()
+	}
+	after := outcomeCounts(t, reg)
+	if len(after) != len(before) {
+		t.Errorf("unknown outcomes changed the series: before %v, after %v", before, after)
+	}
+	for o, v := range after {
+		if v != before[o] {
+			t.Errorf("slotgate_requests_total{outcome=%q} went from %v to %v on unknown outcomes", o, before[o], v)
+		}
+	}
+}
+
+func TestHistograms(t *testing.T) {
+	m, reg := newMetrics(t, fixed)
+	if got := histogram(t, reg, "slotgate_queue_wait_seconds").GetSampleCount(); got != 0 {
+		t.Errorf("slotgate_queue_wait_seconds count = %d before any observation, want 0", got)
+	}
+	m.QueueWait(0)
+	m.QueueWait(0.2)
+	m.QueueWait(450) // LLM queues are long: this must land in a finite bucket
+	m.FirstByte(1.5)
+
+	qw := histogram(t, reg, "slotgate_queue_wait_seconds")
+	if got := qw.GetSampleCount(); got != 3 {
+		t.Errorf("slotgate_queue_wait_seconds count = %d, want 3", got)
+	}
+	if got := qw.GetSampleSum(); got != 450.2 {
+		t.Errorf("slotgate_queue_wait_seconds sum = %v, want 450.2", got)
+	}
+	if got := bucketCount(qw, 0.25); got != 2 {
+		t.Errorf("slotgate_queue_wait_seconds{le=0.25} = %d, want 2", got)
+	}
+	if got := bucketCount(qw, 600); got != 3 {
+		t.Errorf("slotgate_queue_wait_seconds{le=600} = %d, want 3 (buckets must reach ten minutes)", got)
+	}
+
+	fb := histogram(t, reg, "slotgate_time_to_first_byte_seconds")
+	if got := fb.GetSampleCount(); got != 1 {
+		t.Errorf("slotgate_time_to_first_byte_seconds count = %d, want 1", got)
+	}
+	if got := fb.GetSampleSum(); got != 1.5 {
+		t.Errorf("slotgate_time_to_first_byte_seconds sum = %v, want 1.5", got)
+	}
+	if n := testutil.CollectAndCount(reg, "slotgate_queue_wait_seconds", "slotgate_time_to_first_byte_seconds"); n != 2 {
+		t.Errorf("CollectAndCount = %d series for the two histograms, want 2 (no labels)", n)
+	}
+}
+
+func TestConcurrentUseAndScrapes(t *testing.T) {
+	m, reg := newMetrics(t, fixed)
+	const goroutines, each = 8, 200
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				m.RequestDone(string(proxy.AdmittedDirect))
+				m.QueueWait(0.001)
+				m.FirstByte(0.01)
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			if _, err := reg.Gather(); err != nil {
+				t.Errorf("Gather: %v", err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	if got := outcomeCounts(t, reg)[string(proxy.AdmittedDirect)]; got != goroutines*each {
+		t.Errorf("admitted_direct = %v, want %d", got, goroutines*each)
+	}
+	if got := histogram(t, reg, "slotgate_queue_wait_seconds").GetSampleCount(); got != goroutines*each {
+		t.Errorf("queue wait count = %d, want %d", got, goroutines*each)
+	}
+}
+
+func TestLint(t *testing.T) {
+	m, reg := newMetrics(t, fixed)
+	// Observe something so that every family has samples to lint.
+	m.RequestDone(string(proxy.AdmittedDirect))
+	m.QueueWait(0.1)
+	m.FirstByte(0.2)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatalf("GatherAndLint: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestRegisterTwiceFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	opts := metrics.Options{Limiter: fixed, Outcomes: proxy.Outcomes(), Version: "v", Revision: "r"}
+	if _, err := metrics.New(reg, opts); err != nil {
+		t.Fatalf("first New: %v", err)
+	}
+	_, err := metrics.New(reg, opts)
+	if err == nil {
+		t.Fatal("second New on the same registry succeeded, want an error")
+	}
+	if are := (prometheus.AlreadyRegisteredError{}); !errors.As(err, &are) {
+		t.Errorf("second New: %v, want it to wrap prometheus.AlreadyRegisteredError", err)
+	}
+}
+
+func TestNewRequiresLimiterAndOutcomes(t *testing.T) {
+	tests := []struct {
+		name string
+		opts metrics.Options
+	}{
+		{"nil limiter", metrics.Options{Outcomes: proxy.Outcomes()}},
+		{"no outcomes", metrics.Options{Limiter: fixed}},
+		{"zero options", metrics.Options{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m, err := metrics.New(reg, tt.opts)
+			if err == nil {
+				t.Fatal("New succeeded, want an error")
+			}
+			if m != nil {
+				t.Errorf("New returned %v with its error, want nil", m)
+			}
+			mfs, gerr := reg.Gather()
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if len(mfs) != 0 {
+				t.Errorf("a failed New left %d metric families registered", len(mfs))
+			}
+		})
+	}
+}
+
+// TestGaugesFollowLiveLimiter drives a real limiter (N=1, Q=2) and reads the
+// Dynamo gauges after each step.
+func TestGaugesFollowLiveLimiter(t *testing.T) {
+	l, err := limiter.New(limiter.Options{Slots: 1, QueueLen: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, reg := newMetrics(t, l.Stats)
+
+	check := func(step string, engine, queue, rejected float64) {
+		t.Helper()
+		const fmtWant = `
+# HELP dynamo_engine_request Current number of requests being handled by the engine (--engine-request-limit)
+# TYPE dynamo_engine_request gauge
+dynamo_engine_request %v
+# HELP dynamo_rejection_request_total Requests rejected because the worker is at capacity (engine in-flight limit and Dynamo queue both full)
+# TYPE dynamo_rejection_request_total counter
+dynamo_rejection_request_total %v
+# HELP dynamo_request_queue Current number of requests queued in Dynamo not yet in the engine (--dynamo-request-queue-limit)
+# TYPE dynamo_request_queue gauge
+dynamo_request_queue %v
+# HELP slotgate_engine_request_limit N, the engine slots (--engine-request-limit); 0 when no limit is set.
+# TYPE slotgate_engine_request_limit gauge
+slotgate_engine_request_limit 1
+# HELP slotgate_request_queue_limit Q, the places in the overflow queue (DYN_DYNAMO_REQUEST_QUEUE_LIMIT); 0 when no limit is set.
+# TYPE slotgate_request_queue_limit gauge
+slotgate_request_queue_limit 2
+`
+		want := fmt.Sprintf(fmtWant, engine, rejected, queue)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+			"dynamo_engine_request", "dynamo_request_queue", "dynamo_rejection_request_total",
+			"slotgate_engine_request_limit", "slotgate_request_queue_limit"); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+	}
+
+	check("idle", 0, 0, 0)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	release, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("one holder", 1, 0, 0)
+
+	type acquired struct {
+		release func()
+		err     error
+	}
+	results := make(chan acquired, 2)
+	for range 2 {
+		go func() {
+			r, err := l.Acquire(ctx)
+			results <- acquired{r, err}
+		}()
+	}
+	waitFor(t, "two waiters", func() bool { return l.Stats().Waiting == 2 })
+	check("one holder, two waiters", 1, 2, 0)
+
+	// Bounded, so that a limiter that queues instead of refusing fails here.
+	fullCtx, fullCancel := context.WithTimeout(ctx, 5*time.Second)
+	defer fullCancel()
+	if _, err := l.Acquire(fullCtx); !errors.Is(err, limiter.ErrQueueFull) {
+		t.Fatalf("Acquire with N+Q taken: %v, want ErrQueueFull", err)
+	}
+	check("after a rejection", 1, 2, 1)
+
+	// A broken hand-over must fail the test, not hang it.
+	next := func(step string) acquired {
+		t.Helper()
+		select {
+		case a := <-results:
+			return a
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no waiter was granted the slot within 5s", step)
+			return acquired{}
+		}
+	}
+
+	release() // hands the slot to the oldest waiter
+	first := next("first hand-over")
+	if first.err != nil {
+		t.Fatalf("first waiter: %v", first.err)
+	}
+	check("after hand-over", 1, 1, 1)
+
+	first.release()
+	second := next("second hand-over")
+	if second.err != nil {
+		t.Fatalf("second waiter: %v", second.err)
+	}
+	check("after second hand-over", 1, 0, 1)
+
+	second.release()
+	check("idle again", 0, 0, 1)
+}
+
+func TestHandlerServesTextFormat(t *testing.T) {
+	m, reg := newMetrics(t, fixed)
+	m.RequestDone(string(proxy.EngineError))
+	srv := httptest.NewServer(metrics.Handler(reg))
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200; body:\n%s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type %q, want the text format", ct)
+	}
+	for _, want := range []string{
+		"# HELP dynamo_engine_request Current number of requests being handled by the engine (--engine-request-limit)\n",
+		"# TYPE dynamo_engine_request gauge\n",
+		"\ndynamo_engine_request 3\n",
+		"\ndynamo_request_queue 5\n",
+		"# TYPE dynamo_rejection_request_total counter\n",
+		"\ndynamo_rejection_request_total 7\n",
+		"\nslotgate_requests_total{outcome=\"engine_error\"} 1\n",
+		"\nslotgate_requests_total{outcome=\"admitted_direct\"} 0\n",
+		"\nslotgate_build_info{revision=\"r\",version=\"v\"} 1\n",
+		"\ngo_goroutines ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("body lacks %q", want)
+		}
+	}
+}
+
+func TestHandlerNegotiatesOpenMetrics(t *testing.T) {
+	_, reg := newMetrics(t, fixed)
+	srv := httptest.NewServer(metrics.Handler(reg))
+	defer srv.Close()
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/openmetrics-text;version=1.0.0")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Errorf("Content-Type %q, want OpenMetrics", ct)
+	}
+	if !strings.HasSuffix(string(body), "# EOF\n") {
+		t.Errorf("OpenMetrics body does not end with # EOF")
+	}
+	// The sample name a scraper stores is the same in both formats (the
+	// OpenMetrics family is named without _total, and values are floats).
+	if !strings.Contains(string(body), "\ndynamo_rejection_request_total 7.0\n") {
+		t.Errorf("OpenMetrics body lacks dynamo_rejection_request_total 7.0:\n%s", body)
+	}
+}
+
+// Helpers.
+
+func gather(t *testing.T, reg prometheus.Gatherer, name string) *dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	i := slices.IndexFunc(mfs, func(mf *dto.MetricFamily) bool { return mf.GetName() == name })
+	if i < 0 {
+		t.Fatalf("no metric family %s", name)
+	}
+	return mfs[i]
+}
+
+func gaugeValue(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mf := gather(t, reg, name)
+	if len(mf.GetMetric()) != 1 {
+		t.Fatalf("%s has %d series, want 1", name, len(mf.GetMetric()))
+	}
+	return mf.GetMetric()[0].GetGauge().GetValue()
+}
+
+func histogram(t *testing.T, reg prometheus.Gatherer, name string) *dto.Histogram {
+	t.Helper()
+	mf := gather(t, reg, name)
+	if mf.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("%s is a %v, want a histogram", name, mf.GetType())
+	}
+	if len(mf.GetMetric()) != 1 {
+		t.Fatalf("%s has %d series, want 1", name, len(mf.GetMetric()))
+	}
+	return mf.GetMetric()[0].GetHistogram()
+}
+
+func bucketCount(h *dto.Histogram, le float64) uint64 {
+	for _, b := range h.GetBucket() {
+		if b.GetUpperBound() == le {
+			return b.GetCumulativeCount()
+		}
+	}
+	return 1<<64 - 1
+}
+
+func outcomeCounts(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
+	t.Helper()
+	mf := gather(t, reg, "slotgate_requests_total")
+	if mf.GetType() != dto.MetricType_COUNTER {
+		t.Fatalf("slotgate_requests_total is a %v, want a counter", mf.GetType())
+	}
+	out := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetName() != "outcome" {
+			t.Fatalf("slotgate_requests_total series with labels %v, want only outcome", m.GetLabel())
+		}
+		out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or five seconds pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
