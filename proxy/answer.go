@@ -74,17 +74,32 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 }
 
 // write sends a, with the request's id so that a client can quote it.
-func (a *answer) write(w http.ResponseWriter, requestID string) {
-	h := w.Header()
+//
+// Before it sends the status line of an HTTP/1.x answer, net/http reads and
+// discards up to 256 KiB of an unread request body, to keep the connection.
+// A small declared body is already here (clients send it with the headers),
+// so that costs nothing and the refused client keeps its connection, which
+// matters under an overload storm: reconnecting for every retry costs a
+// handshake and a port in TIME_WAIT. But a refusal must not wait for a body
+// that may not come (chunked, large, or a read cut short): then the answer
+// closes the connection instead (recorder.bodyPending).
+func (a *answer) write(rec *recorder) {
+	h := rec.Header()
 	h["Content-Type"] = contentTypeJSON
 	h["Content-Length"] = []string{strconv.Itoa(len(a.body))}
 	h[ReasonHeader] = []string{a.reason}
-	h[requestIDHeader] = []string{requestID}
+	h[requestIDHeader] = []string{rec.id}
 	if a.retryAfter != "" {
 		h["Retry-After"] = []string{a.retryAfter}
 	}
-	w.WriteHeader(a.status)
-	_, _ = w.Write(a.body) // the client may be gone; nothing to do about it
+	if rec.bodyPending {
+		h["Connection"] = connectionClose
+	}
+	rec.WriteHeader(a.status)
+	_, _ = rec.Write(a.body) // the client may be gone; nothing to do about it
 }
 
-var contentTypeJSON = []string{"application/json"}
+var (
+	contentTypeJSON = []string{"application/json"}
+	connectionClose = []string{"close"}
+)

@@ -23,17 +23,17 @@ func (p *Proxy) engineError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	case errors.As(err, &tooLarge):
 		p.setOutcome(rec, RejectedTooLarge)
-		p.answers.tooLarge.write(rec, rec.id)
+		p.answers.tooLarge.write(rec)
 		return
 	case engineUnreachable(err):
 		p.setOutcome(rec, RejectedUnavailable)
-		p.answers.unreachable.write(rec, rec.id)
+		p.answers.unreachable.write(rec)
 	case isTimeout(err):
 		p.setOutcome(rec, EngineError)
-		p.answers.gatewayTimeout.write(rec, rec.id)
+		p.answers.gatewayTimeout.write(rec)
 	default:
 		p.setOutcome(rec, EngineError)
-		p.answers.badGateway.write(rec, rec.id)
+		p.answers.badGateway.write(rec)
 	}
 	p.log.Warn("engine request failed", zap.String("request_id", rec.id), zap.Error(err))
 }

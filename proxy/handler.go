@@ -12,6 +12,10 @@ import (
 
 type recorderKey struct{}
 
+// smallBody is the largest declared request body taken to have arrived with
+// its headers; see answer.write.
+const smallBody = 64 << 10
+
 // ServeHTTP admits r through the limiter and forwards it to the engine.
 //
 // The order matters: passthrough paths skip everything; draining and an
@@ -19,7 +23,8 @@ type recorderKey struct{}
 // before the body is read; the slot is released (deferred last, so it runs
 // first) before the request is reported.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, start: time.Now(), id: p.ids.forRequest(r)}
+	rec := &recorder{ResponseWriter: w, start: time.Now(), id: p.ids.forRequest(r),
+		bodyPending: r.ProtoMajor == 1 && (r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody))}
 	defer p.finish(rec, r)
 	switch {
 	case p.passthrough[r.URL.Path]:
@@ -43,7 +48,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (p *Proxy) refuse(rec *recorder, a *answer, outcome Outcome) {
 	rec.outcome = outcome
-	a.write(rec, rec.id)
+	a.write(rec)
 }
 
 // admit takes a slot for r, or answers it. It returns the slot's release
@@ -65,6 +70,7 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 		}
 		<-body.done
 		rec.queued, rec.queueWait = true, time.Since(queuedAt)
+		rec.bodyPending = rec.bodyPending && body.err != nil
 		if err == nil && body.err != nil {
 			release()
 			err = context.Cause(ctx)

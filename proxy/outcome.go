@@ -17,9 +17,11 @@ const (
 	RejectedUnavailable  Outcome = "rejected_unavailable"
 	RejectedDraining     Outcome = "rejected_draining"
 	RejectedTooLarge     Outcome = "rejected_too_large"
-	CancelledQueued      Outcome = "cancelled_queued"
-	CancelledRunning     Outcome = "cancelled_running"
-	EngineError          Outcome = "engine_error"
+	// CancelledQueued: the client left before its request reached the
+	// engine (almost always while queued).
+	CancelledQueued  Outcome = "cancelled_queued"
+	CancelledRunning Outcome = "cancelled_running"
+	EngineError      Outcome = "engine_error"
 	// Passthrough marks engine probe paths, which take no slot. They are
 	// logged but not reported to the Observer.
 	Passthrough Outcome = "passthrough"
@@ -46,8 +48,9 @@ type Observer interface {
 	// QueueWait is called once per request that was admitted (zero when it
 	// took a free slot at once) or left the queue without a slot.
 	QueueWait(seconds float64)
-	// FirstByte is called once per admitted request whose response started,
-	// with the time from arrival (queue wait included) to the first byte.
+	// FirstByte is called once per request served by the engine (outcome
+	// admitted_direct or admitted_queued), with the time from arrival
+	// (queue wait included) to the first byte of the response.
 	FirstByte(seconds float64)
 }
 

@@ -20,6 +20,10 @@ type recorder struct {
 	firstByte time.Time
 	writeErr  error
 	outcome   Outcome
+	// bodyPending is set while an HTTP/1.x request body may still be
+	// unread on the connection and may not have arrived; an answer of
+	// slotgate's own then closes the connection (see answer.write).
+	bodyPending bool
 }
 
 func (r *recorder) WriteHeader(code int) {

@@ -1,0 +1,130 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// The three benchmarks share one client loop, so that BenchmarkProxy over
+// BenchmarkDirect is the cost of the proxy hop, and BenchmarkReject the
+// cost of an overload answer, all over loopback keep-alive connections.
+
+const benchResponse = `{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":"ok","finish_reason":"stop"}]}`
+
+func benchEngine(b *testing.B) *url.URL {
+	b.Helper()
+	eng := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, benchResponse)
+	}))
+	b.Cleanup(eng.Close)
+	u, err := url.Parse(eng.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return u
+}
+
+// benchProxy serves a Proxy in front of engine through lim.
+func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter) *url.URL {
+	b.Helper()
+	transport := proxy.NewTransport(1024)
+	b.Cleanup(transport.CloseIdleConnections)
+	p, err := proxy.New(proxy.Options{Engine: engine, Limiter: lim, Transport: transport})
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	b.Cleanup(front.Close)
+	u, err := url.Parse(front.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return u
+}
+
+// runClient measures GET target/v1/completions, serially and from
+// parallel clients, each answer read to its end so that its connection is
+// reused.
+func runClient(b *testing.B, target *url.URL, want int) {
+	u := target.JoinPath("/v1/completions").String()
+	newClient := func(b *testing.B) *http.Client {
+		c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, DisableCompression: true}}
+		b.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+	hit := func(c *http.Client) error {
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err == nil && resp.StatusCode != want {
+			b.Errorf("status %d, want %d", resp.StatusCode, want)
+		}
+		return err
+	}
+	b.Run("serial", func(b *testing.B) {
+		c := newClient(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := hit(c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		c := newClient(b)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := hit(c); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkDirect is the baseline: the client talks to the engine.
+func BenchmarkDirect(b *testing.B) {
+	runClient(b, benchEngine(b), http.StatusOK)
+}
+
+// BenchmarkProxy is the same exchange through a Proxy whose limiter never
+// refuses (1024 slots).
+func BenchmarkProxy(b *testing.B) {
+	lim, err := limiter.New(limiter.Options{Slots: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runClient(b, benchProxy(b, benchEngine(b), lim), http.StatusOK)
+}
+
+// BenchmarkReject measures the overload answer: every slot is held and
+// there is no queue, so every request gets 529 without reaching the engine.
+func BenchmarkReject(b *testing.B) {
+	lim, err := limiter.New(limiter.Options{Slots: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	release, err := lim.Acquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(release)
+	runClient(b, benchProxy(b, benchEngine(b), lim), 529)
+}
