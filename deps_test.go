@@ -46,6 +46,9 @@ var rules = []rule{
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	{pkg: "health", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
+	// The load generator measures any OpenAI-compatible server: it knows
+	// nothing of slotgate.
+	{pkg: "loadgen", stdlibOnly: true},
 }
 
 func TestImportRules(t *testing.T) {
