@@ -1,0 +1,66 @@
+// Command enginesim is a simulated LLM inference engine: an
+// OpenAI-compatible server with vLLM's scheduler (max-num-seqs, a paged KV
+// cache, chunked prefill, preemption), Dynamo mocker's step times and the
+// load metrics of vLLM, SGLang or TensorRT-LLM, and no GPU. It lets
+// slotgate be tried, tested and benchmarked anywhere. Run it with --help
+// for its settings.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses of run.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitConfig = 2
+)
+
+func main() {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	os.Exit(run(os.Args[1:], environ(os.Environ()), os.Stdout, os.Stderr, signals))
+}
+
+// run is the whole program; it returns the exit status: 0 after a graceful
+// shutdown, 1 when serving failed, 2 when the configuration was refused.
+func run(args []string, env map[string]string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+	cfg, err := Load(args, env)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		Usage(stdout)
+		return exitOK
+	case err != nil:
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(stderr, "enginesim: "+line)
+		}
+		return exitConfig
+	}
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "enginesim: "+err.Error())
+		return exitConfig
+	}
+	defer func() { _ = log.Sync() }()
+	logConfig(log, cfg)
+	return serve(cfg, log, signals)
+}
+
+// environ turns os.Environ's KEY=value list into a map.
+func environ(kv []string) map[string]string {
+	m := make(map[string]string, len(kv))
+	for _, e := range kv {
+		if k, v, ok := strings.Cut(e, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"reflect"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// raw holds every setting as the text that was given for it. The env and
+// envDefault tags are read by github.com/caarlos0/env; flag and usage
+// describe the matching command-line flag. Order here is the order of
+// --help.
+type raw struct {
+	Listen              string `flag:"listen" env:"ENGINESIM_LISTEN" envDefault:"127.0.0.1:8000" usage:"address of the OpenAI-compatible API; port 0 picks a free port, logged in the \"listening\" line"`
+	Model               string `flag:"model" env:"ENGINESIM_MODEL" envDefault:"sim-model" usage:"served model name; requests naming another model get 404"`
+	MaxNumSeqs          string `flag:"max-num-seqs" env:"ENGINESIM_MAX_NUM_SEQS" envDefault:"256" usage:"most requests running at once on each data-parallel rank"`
+	MaxNumQueuedReqs    string `flag:"max-num-queued-reqs" env:"ENGINESIM_MAX_NUM_QUEUED_REQS" envDefault:"0" usage:"most requests running + waiting on each rank, beyond which requests get 503 (vllm-project/vllm#49445); 0: unbounded"`
+	NumGPUBlocks        string `flag:"num-gpu-blocks" env:"ENGINESIM_NUM_GPU_BLOCKS" envDefault:"16384" usage:"KV cache blocks of each rank, vLLM's null block included"`
+	BlockSize           string `flag:"block-size" env:"ENGINESIM_BLOCK_SIZE" envDefault:"16" usage:"tokens per KV cache block"`
+	MaxNumBatchedTokens string `flag:"max-num-batched-tokens" env:"ENGINESIM_MAX_NUM_BATCHED_TOKENS" envDefault:"8192" usage:"most tokens computed in one step of a rank (the chunked-prefill budget); at least --max-num-seqs"`
+	DataParallelSize    string `flag:"data-parallel-size" env:"ENGINESIM_DATA_PARALLEL_SIZE" envDefault:"1" usage:"data-parallel ranks, each with its own scheduler and KV cache; requests go to the least loaded"`
+	MaxModelLen         string `flag:"max-model-len" env:"ENGINESIM_MAX_MODEL_LEN" envDefault:"8192" usage:"longest prompt + max_tokens; at most (num-gpu-blocks - 1) * block-size"`
+	SpeedupRatio        string `flag:"speedup-ratio" env:"ENGINESIM_SPEEDUP_RATIO" envDefault:"1.0" usage:"divides every modelled step time (Dynamo mocker's polynomial model); must be positive"`
+	MetricsDialect      string `flag:"metrics-dialect" env:"ENGINESIM_METRICS_DIALECT" envDefault:"vllm" usage:"whose load endpoints to imitate: vllm (Prometheus /metrics), sglang (/metrics and /v1/loads) or trtllm (JSON /metrics, drained on read)"`
+	Seed                string `flag:"seed" env:"ENGINESIM_SEED" envDefault:"0" usage:"seed of the generated text, mixed with each request's prompt and seed"`
+	LogLevel            string `flag:"log-level" env:"ENGINESIM_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
+	LogFormat           string `flag:"log-format" env:"ENGINESIM_LOG_FORMAT" envDefault:"json" usage:"json or console"`
+}
+
+// setting describes one field of raw.
+type setting struct {
+	flag, env, def, usage string
+	value                 *string
+}
+
+// settings lists the fields of r, in declaration order, with pointers into r.
+func settings(r *raw) []setting {
+	params, err := env.GetFieldParams(r)
+	if err != nil {
+		panic("enginesim: bad struct tags: " + err.Error()) // a programming error, caught by every test
+	}
+	t := reflect.TypeFor[raw]()
+	v := reflect.ValueOf(r).Elem()
+	out := make([]setting, t.NumField())
+	for i := range out {
+		f := t.Field(i)
+		out[i] = setting{
+			flag:  f.Tag.Get("flag"),
+			env:   params[i].Key,
+			def:   params[i].DefaultValue,
+			usage: f.Tag.Get("usage"),
+			value: v.Field(i).Addr().Interface().(*string),
+		}
+	}
+	return out
+}
