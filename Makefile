@@ -13,7 +13,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ENGINE_URL  ?= http://127.0.0.1:8000
 LIMIT       ?= 8
 
-.PHONY: help build run test fmt-check vet lint bench tidy-check clean
+.PHONY: help build build-all demo run run-proxy test fmt-check vet lint bench tidy-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -21,7 +21,16 @@ help: ## list the targets
 build: ## build bin/slotgate
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/slotgate ./cmd/slotgate
 
-run: build ## run slotgate in front of ENGINE_URL with LIMIT engine slots
+build-all: ## build slotgate, enginesim, slotgate-loadgen and slotgate-demo into bin/
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+demo: build-all ## one command: enginesim, slotgate (N=8, Q=4) and a burst of 64 streams, then a summary
+	$(BIN)/slotgate-demo --bin $(BIN)
+
+run: build-all ## slotgate in front of enginesim, serving until Ctrl-C, with curl examples
+	$(BIN)/slotgate-demo --bin $(BIN) --serve
+
+run-proxy: build ## slotgate in front of a real engine at ENGINE_URL with LIMIT engine slots
 	$(BIN)/slotgate --engine-url $(ENGINE_URL) --engine-request-limit $(LIMIT) --log-format console
 
 test: fmt-check vet ## gofmt check, go vet, and every test with the race detector

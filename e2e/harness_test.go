@@ -22,8 +22,12 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// binary is the slotgate executable built by TestMain.
-var binary string
+// binDir holds the binaries built by TestMain; binary is slotgate's.
+var binDir, binary string
+
+// commands are the programs TestMain builds, all with the race detector
+// when the tests run with it.
+var commands = []string{"slotgate", "enginesim", "slotgate-loadgen", "slotgate-demo"}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "slotgate-e2e-")
@@ -31,15 +35,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "slotgate")
-	args := []string{"build", "-o", binary}
+	binDir, binary = dir, filepath.Join(dir, "slotgate")
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	build := exec.Command("go", append(args, "../cmd/slotgate")...)
+	for _, c := range commands {
+		args = append(args, "../cmd/"+c)
+	}
+	build := exec.Command("go", args...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: build slotgate:", err)
+		fmt.Fprintln(os.Stderr, "e2e: build the commands:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
