@@ -70,7 +70,9 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 		}
 		<-body.done
 		rec.queued, rec.queueWait = true, time.Since(queuedAt)
-		rec.bodyPending = rec.bodyPending && body.err != nil
+		// A body read to its end leaves nothing on the connection; one whose
+		// read failed or was cut short may leave anything.
+		rec.bodyPending = body.err != nil && r.ProtoMajor == 1
 		if err == nil && body.err != nil {
 			release()
 			err = context.Cause(ctx)
@@ -113,7 +115,21 @@ func (p *Proxy) refuseAdmission(rec *recorder, err, cause error) {
 	}
 }
 
+// forward sends r to the engine and streams the answer back.
+//
+// An HTTP/1.x request body is read by the engine transport on its own
+// goroutine, while the engine's response is already streaming back: the
+// transport reads once more after the declared length to check for EOF,
+// and an engine may answer before it has read the whole body. Without full
+// duplex, net/http's server consumes and closes an unread body as the
+// response headers go out, so such a read fails ("invalid Read on closed
+// Body") and the transport closes the engine connection under the stream
+// it has just started. Full duplex leaves the body to the transport; the
+// server still closes it when the handler returns.
 func (p *Proxy) forward(rec *recorder, r *http.Request) {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 {
+		_ = http.NewResponseController(rec).EnableFullDuplex()
+	}
 	p.rp.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec)))
 }
 
