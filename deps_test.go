@@ -35,13 +35,21 @@ var (
 	pkgLimiter = module + "/limiter"
 	pkgCmd     = module + "/cmd"
 	pkgMain    = module + "/cmd/slotgate"
+	pkgFlagenv = module + "/internal/flagenv"
+
+	envLib = "github.com/caarlos0/env/v11"
 )
 
 var rules = []rule{
 	// The limiter is the core; it must stay free of every dependency (and
 	// so of proxy).
 	{pkg: "limiter", stdlibOnly: true},
-	{pkg: "config", stdlibOnly: true, allow: []string{"github.com/caarlos0/env/v11"}},
+	// config keeps slotgate's settings and rules; the reading machinery it
+	// shares with the other commands is internal/flagenv.
+	{pkg: "config", stdlibOnly: true, allow: []string{envLib, pkgFlagenv}},
+	{pkg: "internal/flagenv", stdlibOnly: true, allow: []string{envLib}},
+	// zap brings multierr with it; nothing else may come in.
+	{pkg: "internal/logging", stdlibOnly: true, allow: []string{"go.uber.org/zap", "go.uber.org/multierr"}},
 	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, "github.com/prometheus"}},
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
@@ -140,6 +148,15 @@ func TestRuleCheck(t *testing.T) {
 		{"config", "github.com/caarlos0/env/v12", false},
 		{"config", "github.com/caarlos0/env/v110", false},
 		{"config", pkgLimiter, false},
+		{"config", pkgFlagenv, true},
+		{"config", module + "/internal/logging", false},
+		{"internal/flagenv", envLib, true},
+		{"internal/flagenv", pkgConfig, false},
+		{"internal/flagenv", "go.uber.org/zap", false},
+		{"internal/logging", "go.uber.org/zap/zapcore", true},
+		{"internal/logging", "go.uber.org/multierr", true},
+		{"internal/logging", envLib, false},
+		{"internal/logging", pkgFlagenv, false},
 		{"proxy", pkgLimiter, true},
 		{"proxy", "go.uber.org/zap", true},
 		{"proxy", pkgConfig, false},

@@ -1,17 +1,12 @@
 package config
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"io"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/caarlos0/env/v11"
+	"github.com/slotgate/slotgate/internal/flagenv"
 )
 
 // DefaultOverloadStatus is the status of a capacity rejection when
@@ -76,223 +71,45 @@ type Config struct {
 // environment variables. It returns flag.ErrHelp for -h or --help, and
 // otherwise an error that joins every problem found, one per line.
 func Load(args []string, environ map[string]string) (Config, error) {
-	if environ == nil {
-		// env.ParseWithOptions reads os.Environ when given a nil map.
-		environ = map[string]string{}
-	}
-	var r raw
-	if err := env.ParseWithOptions(&r, env.Options{Environment: environ}); err != nil {
-		return Config{}, fmt.Errorf("read environment: %w", err)
-	}
-	list := settings(&r)
+	var (
+		r raw
+		c Config
+	)
 	fs := flag.NewFlagSet("slotgate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	for _, s := range list {
-		fs.StringVar(s.value, s.flag, *s.value, s.usage)
+	flagenv.AddVersion(fs, &c.ShowVersion)
+	sources, err := flagenv.Parse(fs, &r, args, environ)
+	if err != nil {
+		return Config{}, err
 	}
-	var c Config
-	fs.BoolVar(&c.ShowVersion, "version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return Config{}, err
-		}
-		return Config{}, fmt.Errorf("command line: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("command line: unexpected argument %q", fs.Arg(0))
-	}
-	c.Sources = sources(fs, list, environ)
-	v := validator{sources: c.Sources, list: list}
-	c.fill(&r, &v)
-	c.Warnings = v.warnings
-	return c, errors.Join(v.errs...)
+	c.Sources = sources
+	v := flagenv.NewChecker(sources)
+	c.fill(&r, v)
+	c.Warnings = v.Warnings()
+	return c, v.Err()
 }
 
-// sources records where each setting's value came from.
-func sources(fs *flag.FlagSet, list []setting, environ map[string]string) map[string]string {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	out := make(map[string]string, len(list))
-	for _, s := range list {
-		switch {
-		case set[s.flag]:
-			out[s.flag] = "flag"
-		case environ[s.env] != "":
-			out[s.flag] = s.env
-		default:
-			out[s.flag] = "default"
-		}
-	}
-	return out
-}
-
-func (c *Config) fill(r *raw, v *validator) {
-	c.EngineRequestLimit = v.engineLimit("engine-request-limit", r.EngineRequestLimit)
+func (c *Config) fill(r *raw, v *flagenv.Checker) {
+	c.EngineRequestLimit = engineLimit(v, "engine-request-limit", r.EngineRequestLimit)
 	if r.EngineRequestLimit != "" {
-		c.RequestQueueLimit = v.intAtLeast("request-queue-limit", r.RequestQueueLimit, 2)
+		c.RequestQueueLimit = intAtLeast(v, "request-queue-limit", r.RequestQueueLimit, 2)
 	}
-	c.OverloadStatus = v.overloadStatus("overload-status-code", r.OverloadStatusCode)
-	c.QueueTimeout = v.duration("queue-timeout", r.QueueTimeout, 0)
-	c.Listen = v.address("listen", r.Listen)
-	c.AdminListen = v.address("admin-listen", r.AdminListen)
+	c.OverloadStatus = overloadStatus(v, "overload-status-code", r.OverloadStatusCode)
+	c.QueueTimeout = v.Duration("queue-timeout", r.QueueTimeout, 0)
+	c.Listen = v.Address("listen", r.Listen)
+	c.AdminListen = v.Address("admin-listen", r.AdminListen)
 	if c.Listen != "" && c.Listen == c.AdminListen && !strings.HasSuffix(c.Listen, ":0") {
-		v.fail("admin-listen", r.AdminListen, "must differ from the proxy address "+v.name("listen"))
+		v.Fail("admin-listen", r.AdminListen, "must differ from the proxy address "+v.Name("listen"))
 	}
-	c.EngineURL = v.engineURL("engine-url", r.EngineURL)
-	c.EngineHealthPath = v.path("engine-health-path", r.EngineHealthPath)
-	c.PassthroughPaths = v.paths("passthrough-paths", r.PassthroughPaths)
-	c.MaxRequestBodyBytes = int64(v.intAtLeast("max-request-body-bytes", r.MaxRequestBody, 1))
-	c.RetryAfter = v.duration("retry-after", r.RetryAfter, 0)
+	c.EngineURL = v.URL("engine-url", r.EngineURL)
+	c.EngineHealthPath = path(v, "engine-health-path", r.EngineHealthPath)
+	c.PassthroughPaths = paths(v, "passthrough-paths", r.PassthroughPaths)
+	c.MaxRequestBodyBytes = int64(intAtLeast(v, "max-request-body-bytes", r.MaxRequestBody, 1))
+	c.RetryAfter = v.Duration("retry-after", r.RetryAfter, 0)
 	if c.RetryAfter%time.Second != 0 {
-		v.fail("retry-after", r.RetryAfter, "must be whole seconds")
+		v.Fail("retry-after", r.RetryAfter, "must be whole seconds")
 	}
-	c.ShutdownTimeout = v.duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
-	c.DrainDelay = v.duration("drain-delay", r.DrainDelay, 0)
-	c.LogLevel = v.oneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
-	c.LogFormat = v.oneOf("log-format", r.LogFormat, "json", "console")
-}
-
-// validator converts text to typed values and collects every problem.
-type validator struct {
-	sources  map[string]string
-	list     []setting
-	errs     []error
-	warnings []string
-}
-
-// name is how a problem refers to a setting: by the flag if the value came
-// from the command line, by the variable if it came from the environment.
-func (v *validator) name(flagName string) string {
-	src := v.sources[flagName]
-	switch src {
-	case "flag":
-		return "--" + flagName
-	case "default":
-		return "--" + flagName + " (default)"
-	default:
-		return src
-	}
-}
-
-func (v *validator) fail(flagName, value, rule string) {
-	v.errs = append(v.errs, fmt.Errorf("%s: %s, got %q", v.name(flagName), rule, value))
-}
-
-func (v *validator) engineLimit(flagName, s string) int {
-	if s == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 1 {
-		v.fail(flagName, s, "must be a positive integer")
-		return 0
-	}
-	return n
-}
-
-func (v *validator) intAtLeast(flagName, s string, min int) int {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < min {
-		v.fail(flagName, s, fmt.Sprintf("must be an integer of at least %d", min))
-		return 0
-	}
-	return n
-}
-
-// overloadStatus follows Dynamo's parse_overload_status_code: trim, parse,
-// accept 200 through 999, and fall back to 529 otherwise, with a warning.
-func (v *validator) overloadStatus(flagName, s string) int {
-	code, ok := ParseOverloadStatus(s)
-	if !ok {
-		v.warnings = append(v.warnings, fmt.Sprintf(
-			"%s: %q is not a status from 200 through 999; using %d", v.name(flagName), s, DefaultOverloadStatus))
-	}
-	return code
-}
-
-// ParseOverloadStatus applies the DYN_HTTP_OVERLOAD_STATUS_CODE rules to s.
-// It returns the status to use and whether s was usable as given.
-func ParseOverloadStatus(s string) (int, bool) {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 200 || n > 999 {
-		return DefaultOverloadStatus, false
-	}
-	return n, true
-}
-
-func (v *validator) duration(flagName, s string, min time.Duration) time.Duration {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		v.fail(flagName, s, "must be a duration such as 500ms, 5s or 2m")
-		return 0
-	}
-	if d < min {
-		if min == 0 {
-			v.fail(flagName, s, "must not be negative")
-		} else {
-			v.fail(flagName, s, "must be positive")
-		}
-		return 0
-	}
-	return d
-}
-
-func (v *validator) address(flagName, s string) string {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		v.fail(flagName, s, "must be host:port or :port")
-		return ""
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		v.fail(flagName, s, "must have a port from 0 through 65535")
-		return ""
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func (v *validator) engineURL(flagName, s string) *url.URL {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.fail(flagName, s, "must be an http:// or https:// URL with a host")
-		return nil
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		v.fail(flagName, s, "must not have a query or fragment")
-		return nil
-	}
-	return u
-}
-
-func (v *validator) path(flagName, s string) string {
-	if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, " ?#") {
-		v.fail(flagName, s, "must be a path starting with /")
-		return ""
-	}
-	return s
-}
-
-func (v *validator) paths(flagName, s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " ?#") {
-			v.fail(flagName, s, fmt.Sprintf("each entry must be a path starting with /, %q is not", p))
-			return nil
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func (v *validator) oneOf(flagName, s string, allowed ...string) string {
-	for _, a := range allowed {
-		if s == a {
-			return s
-		}
-	}
-	v.fail(flagName, s, "must be one of "+strings.Join(allowed, ", "))
-	return ""
+	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
+	c.DrainDelay = v.Duration("drain-delay", r.DrainDelay, 0)
+	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
+	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
 }

@@ -13,6 +13,10 @@
 //     set; DYN_HTTP_OVERLOAD_STATUS_CODE never stops start-up but falls back
 //     to 529 with a warning, as in Dynamo.
 //
+// The reading and the common checks are internal/flagenv's, shared with
+// slotgate's other commands; this package keeps slotgate's settings, its
+// rules and their wording.
+//
 // The package reads nothing by itself: the caller passes the arguments and
 // the environment, so tests need no process state.
 package config

@@ -1,15 +1,9 @@
 package config
 
-import (
-	"reflect"
-
-	"github.com/caarlos0/env/v11"
-)
-
-// raw holds every setting as the text that was given for it. The env and
-// envDefault tags are read by github.com/caarlos0/env; flag and usage
-// describe the matching command-line flag. Order here is the order of
-// --help.
+// raw holds every setting as the text that was given for it, in the shape
+// internal/flagenv reads: env and envDefault for the variable and its
+// default, flag and usage for the command-line flag. Order here is the
+// order of --help.
 type raw struct {
 	EngineRequestLimit string `flag:"engine-request-limit" env:"DYN_ENGINE_REQUEST_LIMIT" usage:"N, the engine slots: requests the engine may run at once. Unset: no cap, pure pass-through"`
 	RequestQueueLimit  string `flag:"request-queue-limit" env:"DYN_DYNAMO_REQUEST_QUEUE_LIMIT" envDefault:"16" usage:"Q, the FIFO overflow queue (at least 2); read only when the engine limit is set"`
@@ -26,32 +20,4 @@ type raw struct {
 	DrainDelay         string `flag:"drain-delay" env:"SLOTGATE_DRAIN_DELAY" envDefault:"5s" usage:"after SIGTERM or POST /drain, how long new requests are still served while endpoints update"`
 	LogLevel           string `flag:"log-level" env:"SLOTGATE_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
 	LogFormat          string `flag:"log-format" env:"SLOTGATE_LOG_FORMAT" envDefault:"json" usage:"json or console"`
-}
-
-// setting describes one field of raw.
-type setting struct {
-	flag, env, def, usage string
-	value                 *string
-}
-
-// settings lists the fields of r, in declaration order, with pointers into r.
-func settings(r *raw) []setting {
-	params, err := env.GetFieldParams(r)
-	if err != nil {
-		panic("config: bad struct tags: " + err.Error()) // a programming error, caught by every test
-	}
-	t := reflect.TypeFor[raw]()
-	v := reflect.ValueOf(r).Elem()
-	out := make([]setting, t.NumField())
-	for i := range out {
-		f := t.Field(i)
-		out[i] = setting{
-			flag:  f.Tag.Get("flag"),
-			env:   params[i].Key,
-			def:   params[i].DefaultValue,
-			usage: f.Tag.Get("usage"),
-			value: v.Field(i).Addr().Interface().(*string),
-		}
-	}
-	return out
 }

@@ -1,34 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"strings"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
-
-// newLogger builds the only logger of the process, as slotgate's: JSON or
-// console on out, never sampled.
-func newLogger(level, format string, out io.Writer) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("log level: %w", err)
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	enc.EncodeDuration = zapcore.SecondsDurationEncoder
-	var encoder zapcore.Encoder
-	if format == "console" {
-		enc.EncodeLevel = zapcore.CapitalLevelEncoder
-		encoder = zapcore.NewConsoleEncoder(enc)
-	} else {
-		encoder = zapcore.NewJSONEncoder(enc)
-	}
-	sink := zapcore.Lock(zapcore.AddSync(out))
-	return zap.New(zapcore.NewCore(encoder, sink, lvl), zap.ErrorOutput(sink)).Named("enginesim"), nil
-}
 
 // logConfig logs the effective configuration once, each value with where
 // it came from.

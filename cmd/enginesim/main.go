@@ -13,8 +13,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
+
+	"github.com/slotgate/slotgate/internal/flagenv"
+	"github.com/slotgate/slotgate/internal/logging"
 )
 
 // Exit statuses of run.
@@ -27,7 +29,7 @@ const (
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	os.Exit(run(os.Args[1:], environ(os.Environ()), os.Stdout, os.Stderr, signals))
+	os.Exit(run(os.Args[1:], flagenv.Environ(os.Environ()), os.Stdout, os.Stderr, signals))
 }
 
 // run is the whole program; it returns the exit status: 0 after a graceful
@@ -39,12 +41,10 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer, signals
 		Usage(stdout)
 		return exitOK
 	case err != nil:
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintln(stderr, "enginesim: "+line)
-		}
+		flagenv.Report(stderr, "enginesim", err)
 		return exitConfig
 	}
-	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, stderr)
+	log, err := logging.New("enginesim", cfg.LogLevel, cfg.LogFormat, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "enginesim: "+err.Error())
 		return exitConfig
@@ -52,15 +52,4 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer, signals
 	defer func() { _ = log.Sync() }()
 	logConfig(log, cfg)
 	return serve(cfg, log, signals)
-}
-
-// environ turns os.Environ's KEY=value list into a map.
-func environ(kv []string) map[string]string {
-	m := make(map[string]string, len(kv))
-	for _, e := range kv {
-		if k, v, ok := strings.Cut(e, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
 }

@@ -1,15 +1,9 @@
 package main
 
-import (
-	"reflect"
-
-	"github.com/caarlos0/env/v11"
-)
-
-// raw holds every setting as the text that was given for it. The env and
-// envDefault tags are read by github.com/caarlos0/env; flag and usage
-// describe the matching command-line flag. Order here is the order of
-// --help.
+// raw holds every setting as the text that was given for it, in the shape
+// internal/flagenv reads: env and envDefault for the variable and its
+// default, flag and usage for the command-line flag. Order here is the
+// order of --help.
 type raw struct {
 	Listen              string `flag:"listen" env:"ENGINESIM_LISTEN" envDefault:"127.0.0.1:8000" usage:"address of the OpenAI-compatible API; port 0 picks a free port, logged in the \"listening\" line"`
 	Model               string `flag:"model" env:"ENGINESIM_MODEL" envDefault:"sim-model" usage:"served model name; requests naming another model get 404"`
@@ -25,32 +19,4 @@ type raw struct {
 	Seed                string `flag:"seed" env:"ENGINESIM_SEED" envDefault:"0" usage:"seed of the generated text, mixed with each request's prompt and seed"`
 	LogLevel            string `flag:"log-level" env:"ENGINESIM_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
 	LogFormat           string `flag:"log-format" env:"ENGINESIM_LOG_FORMAT" envDefault:"json" usage:"json or console"`
-}
-
-// setting describes one field of raw.
-type setting struct {
-	flag, env, def, usage string
-	value                 *string
-}
-
-// settings lists the fields of r, in declaration order, with pointers into r.
-func settings(r *raw) []setting {
-	params, err := env.GetFieldParams(r)
-	if err != nil {
-		panic("enginesim: bad struct tags: " + err.Error()) // a programming error, caught by every test
-	}
-	t := reflect.TypeFor[raw]()
-	v := reflect.ValueOf(r).Elem()
-	out := make([]setting, t.NumField())
-	for i := range out {
-		f := t.Field(i)
-		out[i] = setting{
-			flag:  f.Tag.Get("flag"),
-			env:   params[i].Key,
-			def:   params[i].DefaultValue,
-			usage: f.Tag.Get("usage"),
-			value: v.Field(i).Addr().Interface().(*string),
-		}
-	}
-	return out
 }

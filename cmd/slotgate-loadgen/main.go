@@ -14,9 +14,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
+	"github.com/slotgate/slotgate/internal/flagenv"
 	"github.com/slotgate/slotgate/loadgen"
 )
 
@@ -31,7 +31,7 @@ func main() {
 	// After the first signal the run drains and reports; restoring the
 	// default handling lets a second signal end the process at once.
 	context.AfterFunc(ctx, stop)
-	code := run(ctx, os.Args[1:], environ(os.Environ()), os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	code := run(ctx, os.Args[1:], flagenv.Environ(os.Environ()), os.Stdout, os.Stderr, isTerminal(os.Stderr))
 	stop()
 	os.Exit(code)
 }
@@ -50,9 +50,7 @@ func run(ctx context.Context, args []string, env map[string]string, stdout, stde
 		fmt.Fprintf(stdout, "slotgate-loadgen %s (%s)\n", version, commit)
 		return 0
 	case err != nil:
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintln(stderr, "slotgate-loadgen: "+line)
-		}
+		flagenv.Report(stderr, "slotgate-loadgen", err)
 		return 2
 	}
 	opts := cfg.opts
@@ -73,17 +71,6 @@ func run(ctx context.Context, args []string, env map[string]string, stdout, stde
 		return 1
 	}
 	return 0
-}
-
-// environ turns os.Environ's KEY=value list into a map.
-func environ(kv []string) map[string]string {
-	m := make(map[string]string, len(kv))
-	for _, e := range kv {
-		if k, v, ok := strings.Cut(e, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
 }
 
 // isTerminal reports whether f is a character device, such as a terminal.

@@ -1,15 +1,9 @@
 package main
 
-import (
-	"reflect"
-
-	"github.com/caarlos0/env/v11"
-)
-
-// raw holds every setting as the text that was given for it. The env and
-// envDefault tags are read by github.com/caarlos0/env; flag and usage
-// describe the matching command-line flag, and bool marks a flag that may
-// be given without a value. Order here is the order of --help.
+// raw holds every setting as the text that was given for it, in the shape
+// internal/flagenv reads: env and envDefault for the variable and its
+// default, flag and usage for the command-line flag, and bool for a flag
+// that may be given without a value. Order here is the order of --help.
 type raw struct {
 	Mode             string `flag:"mode" env:"LOADGEN_MODE" envDefault:"closed" usage:"closed: --concurrency workers send back to back; open: Poisson arrivals at --rate"`
 	Concurrency      string `flag:"concurrency" env:"LOADGEN_CONCURRENCY" envDefault:"8" usage:"closed loop: requests in flight, each worker sending its next as soon as one ends"`
@@ -30,47 +24,3 @@ type raw struct {
 	JSON             string `flag:"json" env:"LOADGEN_JSON" usage:"write the results as JSON to this file; - for stdout, which then gets no table"`
 	ProgressInterval string `flag:"progress-interval" env:"LOADGEN_PROGRESS_INTERVAL" envDefault:"2s" usage:"progress on stderr: a line this often, or on a terminal one line rewritten every 250ms; 0 for none"`
 }
-
-// setting describes one field of raw.
-type setting struct {
-	flag, env, def, usage string
-	isBool                bool
-	value                 *string
-}
-
-// settings lists the fields of r, in declaration order, with pointers into r.
-func settings(r *raw) []setting {
-	params, err := env.GetFieldParams(r)
-	if err != nil {
-		panic("slotgate-loadgen: bad struct tags: " + err.Error()) // a programming error, caught by every test
-	}
-	t := reflect.TypeFor[raw]()
-	v := reflect.ValueOf(r).Elem()
-	out := make([]setting, t.NumField())
-	for i := range out {
-		f := t.Field(i)
-		out[i] = setting{
-			flag:   f.Tag.Get("flag"),
-			env:    params[i].Key,
-			def:    params[i].DefaultValue,
-			usage:  f.Tag.Get("usage"),
-			isBool: f.Tag.Get("bool") == "true",
-			value:  v.Field(i).Addr().Interface().(*string),
-		}
-	}
-	return out
-}
-
-// boolFlag is a string setting that the flag package treats as a boolean:
-// --stream alone means true, --stream=false false. The text is checked
-// with the other settings, so a bad value is reported like any other.
-type boolFlag struct{ p *string }
-
-func (b boolFlag) String() string {
-	if b.p == nil {
-		return ""
-	}
-	return *b.p
-}
-func (b boolFlag) Set(s string) error { *b.p = s; return nil }
-func (b boolFlag) IsBoolFlag() bool   { return true }

@@ -1,37 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"strings"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/slotgate/slotgate/config"
 )
-
-// newLogger builds the only logger of the process. It never samples: the
-// access log must keep every line under load, and zap's production sampling
-// would drop a constant message after 100 a second.
-func newLogger(level, format string, out io.Writer) (*zap.Logger, error) {
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		return nil, fmt.Errorf("log level: %w", err)
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	enc.EncodeDuration = zapcore.SecondsDurationEncoder
-	var encoder zapcore.Encoder
-	if format == "console" {
-		enc.EncodeLevel = zapcore.CapitalLevelEncoder
-		encoder = zapcore.NewConsoleEncoder(enc)
-	} else {
-		encoder = zapcore.NewJSONEncoder(enc)
-	}
-	core := zapcore.NewCore(encoder, zapcore.Lock(zapcore.AddSync(out)), lvl)
-	return zap.New(core, zap.ErrorOutput(zapcore.Lock(zapcore.AddSync(out)))).Named("slotgate"), nil
-}
 
 // logConfig logs the effective configuration once, each value with where
 // it came from.

@@ -10,12 +10,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"go.uber.org/zap"
 
 	"github.com/slotgate/slotgate/config"
+	"github.com/slotgate/slotgate/internal/flagenv"
+	"github.com/slotgate/slotgate/internal/logging"
 )
 
 // Set with -ldflags "-X main.version=... -X main.commit=...".
@@ -27,7 +28,7 @@ var (
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
-	os.Exit(run(os.Args[1:], environ(os.Environ()), os.Stdout, os.Stderr, signals))
+	os.Exit(run(os.Args[1:], flagenv.Environ(os.Environ()), os.Stdout, os.Stderr, signals))
 }
 
 // run is the whole program; it returns the exit status: 0 after a clean
@@ -42,12 +43,10 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer, signals
 		fmt.Fprintf(stdout, "slotgate %s (%s)\n", version, commit)
 		return 0
 	case err != nil:
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintln(stderr, "slotgate: "+line)
-		}
+		flagenv.Report(stderr, "slotgate", err)
 		return 2
 	}
-	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, stderr)
+	log, err := logging.New("slotgate", cfg.LogLevel, cfg.LogFormat, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "slotgate: "+err.Error())
 		return 2
@@ -63,15 +62,4 @@ func run(args []string, env map[string]string, stdout, stderr io.Writer, signals
 		return 1
 	}
 	return a.run(signals)
-}
-
-// environ turns os.Environ's KEY=value list into a map.
-func environ(kv []string) map[string]string {
-	m := make(map[string]string, len(kv))
-	for _, e := range kv {
-		if k, v, ok := strings.Cut(e, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
 }

@@ -1,0 +1,95 @@
+package flagenv
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Source values besides a variable's name.
+const (
+	SourceFlag    = "flag"
+	SourceDefault = "default"
+)
+
+// Parse fills raw (see Settings) from environ, then from args, registering
+// one flag per field on fs; the caller may register flags of its own, such
+// as --version, beforehand. fs is silenced: problems are returned, not
+// printed. args exclude the program name; a nil environ is empty.
+//
+// It returns each flag's source: "flag", the variable's name, or "default".
+// It returns flag.ErrHelp unchanged for -h or --help, and an error for a bad
+// struct, an unknown flag or a stray argument; values are not checked here.
+func Parse(fs *flag.FlagSet, raw any, args []string, environ map[string]string) (map[string]string, error) {
+	list, err := Settings(raw)
+	if err != nil {
+		return nil, err
+	}
+	if environ == nil {
+		environ = map[string]string{} // env.ParseWithOptions reads os.Environ when given nil
+	}
+	if err := env.ParseWithOptions(raw, env.Options{Environment: environ}); err != nil {
+		return nil, fmt.Errorf("read environment: %w", err)
+	}
+	fs.SetOutput(io.Discard)
+	for _, s := range list {
+		// The value now holds the variable or the default, so the flag,
+		// if given, overrides both.
+		if s.Bool {
+			fs.Var(boolFlag{s.Value}, s.Flag, s.Usage)
+		} else {
+			fs.StringVar(s.Value, s.Flag, *s.Value, s.Usage)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("command line: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("command line: unexpected argument %q", fs.Arg(0))
+	}
+	return sources(fs, list, environ), nil
+}
+
+// sources records where each setting's value came from.
+func sources(fs *flag.FlagSet, list []Setting, environ map[string]string) map[string]string {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	out := make(map[string]string, len(list))
+	for _, s := range list {
+		switch {
+		case set[s.Flag]:
+			out[s.Flag] = SourceFlag
+		case environ[s.Env] != "":
+			out[s.Flag] = s.Env
+		default:
+			out[s.Flag] = SourceDefault
+		}
+	}
+	return out
+}
+
+// Environ turns os.Environ's KEY=value list into the map Parse takes.
+func Environ(kv []string) map[string]string {
+	m := make(map[string]string, len(kv))
+	for _, e := range kv {
+		if k, v, ok := strings.Cut(e, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Report writes err to w one line per problem, each prefixed with
+// "prog: ", so that every problem of a joined error stands on its own line.
+func Report(w io.Writer, prog string, err error) {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintln(w, prog+": "+line)
+	}
+}
