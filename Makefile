@@ -27,8 +27,8 @@ build-all: ## build slotgate, enginesim, slotgate-loadgen and slotgate-demo into
 demo: build-all ## one command: enginesim, slotgate (N=8, Q=4) and a burst of 64 streams, then a summary
 	$(BIN)/slotgate-demo --bin $(BIN)
 
-run: build-all ## slotgate in front of enginesim, serving until Ctrl-C, with curl examples
-	$(BIN)/slotgate-demo --bin $(BIN) --serve
+run: build-all ## slotgate on :8080 (admin :9090) in front of enginesim, until Ctrl-C, with curl examples
+	$(BIN)/slotgate-demo --bin $(BIN) --serve --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:9090
 
 run-proxy: build ## slotgate in front of a real engine at ENGINE_URL with LIMIT engine slots
 	$(BIN)/slotgate --engine-url $(ENGINE_URL) --engine-request-limit $(LIMIT) --log-format console

@@ -30,6 +30,8 @@ type options struct {
 	speedup     float64
 	summaryJSON string
 	serve       bool
+	proxyListen string
+	adminListen string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -44,6 +46,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxTokens, "max-tokens", 64, "tokens generated per request")
 	fs.Float64Var(&o.speedup, "speedup-ratio", 10, "enginesim's speed-up over its GPU timing model")
 	fs.StringVar(&o.summaryJSON, "summary-json", "", "also write the summary as JSON to this file")
+	fs.StringVar(&o.proxyListen, "listen", "127.0.0.1:0", "slotgate's proxy address (port 0: any free port)")
+	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:0", "slotgate's admin address (port 0: any free port)")
 	fs.BoolVar(&o.serve, "serve", false, "start enginesim and slotgate, print curl examples and serve until Ctrl-C, without a burst")
 	if err := fs.Parse(args); err != nil {
 		return o, err
