@@ -53,7 +53,7 @@ func newAnswer(status int, typ, message, reason, retryAfter string) answer {
 // answers holds every answer, rendered once at start-up so that a rejection
 // costs no encoding.
 type answers struct {
-	capacity, queueTimeout, unreachable, draining, badGateway, gatewayTimeout, tooLarge answer
+	capacity, queueTimeout, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
 }
 
 func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
@@ -64,10 +64,12 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 	return answers{
 		capacity:       newAnswer(overload, "Overloaded", MessageCapacity, "capacity", ra),
 		queueTimeout:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
-		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageUnreachable, "engine_unavailable", ra),
+		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageUnreachable, "engine_unavailable", ""),
 		draining:       newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageDraining, "draining", ra),
 		badGateway:     newAnswer(http.StatusBadGateway, "EngineError", "Bad gateway: engine error", "engine_error", ""),
 		gatewayTimeout: newAnswer(http.StatusGatewayTimeout, "EngineError", "Gateway timeout: engine did not answer", "engine_error", ""),
+		badRequest: newAnswer(http.StatusBadRequest, "invalid_request_error",
+			"Request body could not be read", "bad_request", ""),
 		tooLarge: newAnswer(http.StatusRequestEntityTooLarge, "invalid_request_error",
 			"Request body larger than "+strconv.FormatInt(maxBody, 10)+" bytes", "too_large", ""),
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 )
 
@@ -26,7 +27,11 @@ func readQueuedBody(body io.Reader, max int64, cancel context.CancelCauseFunc) *
 	q := &queuedBody{done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
-		q.buf, q.err = io.ReadAll(io.LimitReader(body, max+1))
+		limit := max
+		if limit < math.MaxInt64 {
+			limit++ // one byte more tells "at the limit" from "over it"
+		}
+		q.buf, q.err = io.ReadAll(io.LimitReader(body, limit))
 		if q.err == nil && int64(len(q.buf)) > max {
 			q.err = errBodyTooLarge
 		}

@@ -15,6 +15,12 @@ import (
 // was written. It maps errors to statuses in one place.
 func (p *Proxy) engineError(w http.ResponseWriter, r *http.Request, err error) {
 	rec := w.(*recorder) // forward always passes a *recorder
+	// The transport failed, so how much of a forwarded HTTP/1.x body it
+	// read is unknown; and in full duplex (see forward) net/http's server,
+	// draining such a body after the handler, starts a read that races the
+	// next request's (it panics "invalid concurrent Body.Read call"). The
+	// answer closes the connection instead.
+	rec.bodyPending = rec.bodyPending || (r.ProtoMajor == 1 && r.ContentLength != 0)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case rec.clientGone(r):

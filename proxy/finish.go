@@ -37,8 +37,7 @@ func (p *Proxy) report(rec *recorder, end time.Time) {
 		return
 	}
 	p.obs.RequestDone(string(rec.outcome))
-	admitted := rec.outcome != RejectedCapacity && rec.outcome != RejectedDraining && rec.outcome != RejectedTooLarge
-	if admitted || rec.queued {
+	if rec.admitted || rec.queued {
 		p.obs.QueueWait(rec.queueWait.Seconds())
 	}
 	if !rec.firstByte.IsZero() && (rec.outcome == AdmittedDirect || rec.outcome == AdmittedQueued) {
@@ -61,7 +60,7 @@ func (p *Proxy) logAccess(rec *recorder, r *http.Request, end time.Time) {
 		zap.Duration("queue_wait", rec.queueWait),
 		zap.Duration("ttfb", ttfb),
 		zap.Duration("duration", end.Sub(rec.start)),
-		zap.Int64("bytes_in", r.ContentLength),
+		zap.Int64("bytes_in", rec.bytesIn),
 		zap.Int64("bytes_out", rec.bytes),
 		zap.String("client", r.RemoteAddr),
 	)

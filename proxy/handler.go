@@ -23,7 +23,7 @@ const smallBody = 64 << 10
 // before the body is read; the slot is released (deferred last, so it runs
 // first) before the request is reported.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, start: time.Now(), id: p.ids.forRequest(r),
+	rec := &recorder{ResponseWriter: w, start: time.Now(), id: p.ids.forRequest(r), bytesIn: r.ContentLength,
 		bodyPending: r.ProtoMajor == 1 && (r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody))}
 	defer p.finish(rec, r)
 	switch {
@@ -84,12 +84,12 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 		err = r.Context().Err()
 	}
 	if err != nil {
-		p.refuseAdmission(rec, err, context.Cause(ctx))
+		p.refuseAdmission(rec, err, context.Cause(ctx), r.Context().Err() != nil)
 		return nil, r
 	}
-	rec.outcome = AdmittedDirect
+	rec.admitted, rec.outcome = true, AdmittedDirect
 	if body != nil {
-		rec.outcome = AdmittedQueued
+		rec.outcome, rec.bytesIn = AdmittedQueued, int64(len(body.buf))
 		return release, withBody(r, body.buf)
 	}
 	if r.ContentLength < 0 {
@@ -99,8 +99,10 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 }
 
 // refuseAdmission answers a request that got no slot. cause is the wait
-// context's cause, which tells a body over the limit from a departed client.
-func (p *Proxy) refuseAdmission(rec *recorder, err, cause error) {
+// context's cause, which tells a body over the limit from a departed
+// client; a body that failed while the client is still there is a bad
+// request, answered as such.
+func (p *Proxy) refuseAdmission(rec *recorder, err, cause error, clientGone bool) {
 	switch {
 	case errors.Is(err, limiter.ErrQueueFull):
 		p.refuse(rec, &p.answers.capacity, RejectedCapacity)
@@ -108,6 +110,8 @@ func (p *Proxy) refuseAdmission(rec *recorder, err, cause error) {
 		p.refuse(rec, &p.answers.queueTimeout, RejectedQueueTimeout)
 	case errors.Is(cause, errBodyTooLarge):
 		p.refuse(rec, &p.answers.tooLarge, RejectedTooLarge)
+	case !clientGone:
+		p.refuse(rec, &p.answers.badRequest, RejectedBadRequest)
 	default:
 		// The client left while queued; it will not read an answer.
 		rec.outcome = CancelledQueued

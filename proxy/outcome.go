@@ -17,6 +17,9 @@ const (
 	RejectedUnavailable  Outcome = "rejected_unavailable"
 	RejectedDraining     Outcome = "rejected_draining"
 	RejectedTooLarge     Outcome = "rejected_too_large"
+	// RejectedBadRequest: the request body could not be read (a malformed
+	// chunked body, say) while the client was still there.
+	RejectedBadRequest Outcome = "rejected_bad_request"
 	// CancelledQueued: the client left before its request reached the
 	// engine (almost always while queued).
 	CancelledQueued  Outcome = "cancelled_queued"
@@ -33,7 +36,7 @@ func Outcomes() []string {
 	return []string{
 		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
 		string(RejectedQueueTimeout), string(RejectedUnavailable), string(RejectedDraining),
-		string(RejectedTooLarge), string(CancelledQueued), string(CancelledRunning),
+		string(RejectedTooLarge), string(RejectedBadRequest), string(CancelledQueued), string(CancelledRunning),
 		string(EngineError),
 	}
 }

@@ -865,11 +865,13 @@ func TestEngineFailures(t *testing.T) {
 		wantOutcome proxy.Outcome
 	}{
 		{
-			name:        "engine unreachable",
-			wantStatus:  http.StatusServiceUnavailable,
-			wantBody:    errorJSON(proxy.MessageUnreachable, "Unavailable", http.StatusServiceUnavailable),
-			wantReason:  "engine_unavailable",
-			wantRetry:   "1",
+			name:       "engine unreachable",
+			wantStatus: http.StatusServiceUnavailable,
+			wantBody:   errorJSON(proxy.MessageUnreachable, "Unavailable", http.StatusServiceUnavailable),
+			wantReason: "engine_unavailable",
+			// No Retry-After: an unreachable engine is not overload, and a
+			// client should not be told to come back at a set time.
+			wantRetry:   "",
 			wantOutcome: proxy.RejectedUnavailable,
 		},
 		{
@@ -1083,7 +1085,7 @@ func TestOutcomesListsEveryReportedOutcome(t *testing.T) {
 	want := map[string]bool{}
 	for _, o := range []proxy.Outcome{
 		proxy.AdmittedDirect, proxy.AdmittedQueued, proxy.RejectedCapacity, proxy.RejectedQueueTimeout,
-		proxy.RejectedUnavailable, proxy.RejectedDraining, proxy.RejectedTooLarge, proxy.CancelledQueued,
+		proxy.RejectedUnavailable, proxy.RejectedDraining, proxy.RejectedTooLarge, proxy.RejectedBadRequest, proxy.CancelledQueued,
 		proxy.CancelledRunning, proxy.EngineError,
 	} {
 		want[string(o)] = true
@@ -1293,5 +1295,45 @@ func TestHTTP2RejectionKeepsConnection(t *testing.T) {
 	s := h.waitDone(3)
 	if s.done[string(proxy.RejectedCapacity)] != 1 || s.done[string(proxy.AdmittedDirect)] != 2 {
 		t.Errorf("outcomes = %v", s.done)
+	}
+}
+
+// TestQueuedBodyUnreadableIsABadRequest: a queued request whose body
+// cannot be read while its client is still there (a malformed chunked
+// body) gets a 400 with slotgate's reason, not an empty 200, and never
+// reaches the engine.
+func TestQueuedBodyUnreadableIsABadRequest(t *testing.T) {
+	g := newGate()
+	mux := http.NewServeMux()
+	mux.Handle("/hold", g)
+	mux.HandleFunc("/v1/completions", func(http.ResponseWriter, *http.Request) {
+		t.Error("engine got a request whose body was malformed")
+	})
+	h := newHarness(t, harnessConfig{engine: mux, limits: limiter.Options{Slots: 1, QueueLen: 1}})
+	t.Cleanup(g.release)
+	held := h.hold(g, "/hold")
+	conn, br := h.rawConn()
+	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: slotgate\r\n"+
+		"Transfer-Encoding: chunked\r\n\r\nzz\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(proxy.ReasonHeader) != "bad_request" {
+		t.Errorf("answer = %d %s %q, want 400 bad_request", resp.StatusCode, resp.Header.Get(proxy.ReasonHeader), b)
+	}
+	if !resp.Close {
+		t.Error("the connection stays open after a body that could not be read")
+	}
+	g.release()
+	if r := receive(t, "the holder's answer", held); r.err != nil || r.status != http.StatusOK {
+		t.Fatalf("holder answer = %d, %v", r.status, r.err)
+	}
+	s := h.waitDone(2)
+	if s.done[string(proxy.RejectedBadRequest)] != 1 {
+		t.Errorf("outcomes = %v, want one rejected_bad_request", s.done)
 	}
 }

@@ -24,6 +24,11 @@ type recorder struct {
 	// unread on the connection and may not have arrived; an answer of
 	// slotgate's own then closes the connection (see answer.write).
 	bodyPending bool
+	// admitted is set once the request holds a slot.
+	admitted bool
+	// bytesIn is the request body's size: declared, or read while queued
+	// (-1 when unknown).
+	bytesIn int64
 }
 
 func (r *recorder) WriteHeader(code int) {
