@@ -313,3 +313,31 @@ func (g *graph) violations(pkg string, check func(dep string) string) []violatio
 	}
 	return out
 }
+
+// TestOnlyCommandsBuildTheLogger: the logger is built by the commands and
+// passed down; no library package may construct one of its own.
+func TestOnlyCommandsBuildTheLogger(t *testing.T) {
+	const pkgLogging = module + "/internal/logging"
+	g := newGraph(t)
+	pkgs := g.list(t, "./...")
+	if !slices.Contains(pkgs, pkgLogging) {
+		t.Fatalf("go list ./... = %v, want it to include %s", pkgs, pkgLogging)
+	}
+	for _, pkg := range pkgs {
+		if pkg == pkgLogging || strings.HasPrefix(pkg, module+"/cmd/") {
+			continue
+		}
+		t.Run(strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/"), func(t *testing.T) {
+			g.deps(t, pkg)
+			onlyCommands := func(dep string) string {
+				if dep == pkgLogging {
+					return "forbidden: only the commands under cmd/ may build the logger"
+				}
+				return ""
+			}
+			for _, v := range g.violations(pkg, onlyCommands) {
+				t.Errorf("%s imports %s (%s); import chain: %s", pkg, v.dep, v.why, strings.Join(v.chain, " -> "))
+			}
+		})
+	}
+}
