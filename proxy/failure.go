@@ -31,6 +31,10 @@ func (p *Proxy) engineError(w http.ResponseWriter, r *http.Request, err error) {
 		p.setOutcome(rec, RejectedTooLarge)
 		p.answers.tooLarge.write(rec)
 		return
+	case rec.bodyErr.Load() != nil:
+		p.setOutcome(rec, RejectedBadRequest)
+		p.answers.badRequest.write(rec)
+		return
 	case engineUnreachable(err):
 		p.setOutcome(rec, RejectedUnavailable)
 		p.answers.unreachable.write(rec)

@@ -92,10 +92,24 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 		rec.outcome, rec.bytesIn = AdmittedQueued, int64(len(body.buf))
 		return release, withBody(r, body.buf)
 	}
-	if r.ContentLength < 0 {
-		r.Body = http.MaxBytesReader(rec, r.Body, p.maxBody)
+	return release, p.watchBody(rec, r)
+}
+
+// watchBody wraps the body of a directly admitted request: bounded when
+// its length is unknown, and watched so that a broken upload is answered
+// as the client's fault rather than the engine's.
+func (p *Proxy) watchBody(rec *recorder, r *http.Request) *http.Request {
+	if r.ContentLength == 0 {
+		return r
 	}
-	return release, r
+	body := r.Body
+	if r.ContentLength < 0 {
+		body = http.MaxBytesReader(rec, body, p.maxBody)
+	}
+	out := new(http.Request)
+	*out = *r
+	out.Body = &watchedBody{ReadCloser: body, rec: rec}
+	return out
 }
 
 // refuseAdmission answers a request that got no slot. cause is the wait

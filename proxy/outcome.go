@@ -18,7 +18,7 @@ const (
 	RejectedDraining     Outcome = "rejected_draining"
 	RejectedTooLarge     Outcome = "rejected_too_large"
 	// RejectedBadRequest: the request body could not be read (a malformed
-	// chunked body, say) while the client was still there.
+	// chunked body, a broken upload) while the client was still there.
 	RejectedBadRequest Outcome = "rejected_bad_request"
 	// CancelledQueued: the client left before its request reached the
 	// engine (almost always while queued).

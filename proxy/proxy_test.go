@@ -1337,3 +1337,32 @@ func TestQueuedBodyUnreadableIsABadRequest(t *testing.T) {
 		t.Errorf("outcomes = %v, want one rejected_bad_request", s.done)
 	}
 }
+
+// TestDirectBodyUnreadableIsABadRequest: a directly admitted request whose
+// upload breaks while its client is still there is the client's fault: 400
+// bad_request, not 502 engine_error, and the slot is released.
+func TestDirectBodyUnreadableIsABadRequest(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	})
+	h := newHarness(t, harnessConfig{engine: mux, limits: limiter.Options{Slots: 1}})
+	conn, br := h.rawConn()
+	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: slotgate\r\n"+
+		"Transfer-Encoding: chunked\r\n\r\nzz\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(proxy.ReasonHeader) != "bad_request" {
+		t.Errorf("answer = %d %s %q, want 400 bad_request", resp.StatusCode, resp.Header.Get(proxy.ReasonHeader), b)
+	}
+	s := h.waitDone(1)
+	if s.done[string(proxy.RejectedBadRequest)] != 1 {
+		t.Errorf("outcomes = %v, want one rejected_bad_request", s.done)
+	}
+	h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
+}

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +31,25 @@ type recorder struct {
 	// bytesIn is the request body's size: declared, or read while queued
 	// (-1 when unknown).
 	bytesIn int64
+	// bodyErr is the first error reading a forwarded request body: the
+	// client's fault, not the engine's. Written by the transport's
+	// goroutine, read by the handler after the round trip ended.
+	bodyErr atomic.Pointer[error]
+}
+
+// watchedBody records the first read error of a forwarded request body,
+// so that a broken upload is not blamed on the engine.
+type watchedBody struct {
+	io.ReadCloser
+	rec *recorder
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.rec.bodyErr.CompareAndSwap(nil, &err)
+	}
+	return n, err
 }
 
 func (r *recorder) WriteHeader(code int) {
