@@ -38,6 +38,15 @@ var (
 	pkgFlagenv = module + "/internal/flagenv"
 
 	envLib = "github.com/caarlos0/env/v11"
+
+	// loadAllow is what load may depend on: expfmt and client_model, and
+	// what expfmt itself imports (protobuf for client_model's types,
+	// goautoneg for content negotiation, go-abnf for UTF-8 names).
+	loadAllow = []string{
+		"github.com/prometheus/common/expfmt", "github.com/prometheus/common/model",
+		"github.com/prometheus/client_model", "google.golang.org/protobuf",
+		"github.com/munnerz/goautoneg", "github.com/pandatix/go-abnf",
+	}
 )
 
 var rules = []rule{
@@ -50,6 +59,9 @@ var rules = []rule{
 	{pkg: "internal/flagenv", stdlibOnly: true, allow: []string{envLib}},
 	// zap brings multierr with it; nothing else may come in.
 	{pkg: "internal/logging", stdlibOnly: true, allow: []string{"go.uber.org/zap", "go.uber.org/multierr"}},
+	// load knows the engine's load: it parses and scrapes, nothing more
+	// (style.md §3).
+	{pkg: "load", stdlibOnly: true, allow: loadAllow},
 	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, "github.com/prometheus"}},
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
@@ -157,6 +169,14 @@ func TestRuleCheck(t *testing.T) {
 		{"internal/logging", "go.uber.org/multierr", true},
 		{"internal/logging", envLib, false},
 		{"internal/logging", pkgFlagenv, false},
+		{"load", "github.com/prometheus/common/expfmt", true},
+		{"load", "github.com/prometheus/client_model/go", true},
+		{"load", "google.golang.org/protobuf/proto", true},
+		{"load", "github.com/prometheus/client_golang/prometheus", false},
+		{"load", "github.com/prometheus/common/config", false},
+		{"load", "go.uber.org/zap", false},
+		{"load", pkgProxy, false},
+		{"load", pkgLimiter, false},
 		{"proxy", pkgLimiter, true},
 		{"proxy", "go.uber.org/zap", true},
 		{"proxy", pkgConfig, false},
