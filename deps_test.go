@@ -69,6 +69,8 @@ var rules = []rule{
 	// The load generator measures any OpenAI-compatible server: it knows
 	// nothing of slotgate.
 	{pkg: "loadgen", stdlibOnly: true},
+	// The estimator runs on the request path: standard library only.
+	{pkg: "load/estimate", stdlibOnly: true},
 	// The simulated engine stands for a real one: it knows nothing of slotgate.
 	{pkg: "sim", forbid: []string{pkgProxy, pkgLimiter, pkgConfig, pkgMetrics, pkgAdmin, pkgHealth, pkgCmd}},
 }
