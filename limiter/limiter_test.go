@@ -127,6 +127,26 @@ func (c *client) letGo() { close(c.hold) }
 
 // startQueued starts a client inside a synctest bubble and waits until it
 // is blocked, checking that it entered the queue.
+// acquireN takes n slots directly and returns their release functions.
+func acquireN(t testing.TB, l *limiter.Limiter, n int) []func() {
+	t.Helper()
+	releases := make([]func(), n)
+	for i := range releases {
+		releases[i] = acquireDirect(t, l)
+	}
+	return releases
+}
+
+// queueN starts n plain requests, each queued in turn behind the last.
+func queueN(t *testing.T, l *limiter.Limiter, n int) []*client {
+	t.Helper()
+	clients := make([]*client, n)
+	for i := range clients {
+		clients[i] = startQueued(t, l, context.Background(), limiter.Request{})
+	}
+	return clients
+}
+
 func startQueued(t *testing.T, l *limiter.Limiter, ctx context.Context, req limiter.Request) *client {
 	t.Helper()
 	return startQueuedReleasing(t, l, ctx, req, 1)
@@ -279,10 +299,7 @@ func TestAcquireDirect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.queueLen})
-			var releases []func()
-			for range tt.acquire {
-				releases = append(releases, acquireDirect(t, l))
-			}
+			releases := acquireN(t, l, tt.acquire)
 			want := limiter.Stats{Slots: tt.slots, QueueLen: tt.queueLen, Holding: tt.acquire, AdmittedDirect: uint64(tt.acquire)}
 			checkStats(t, l, want)
 			for _, r := range releases {
@@ -311,14 +328,8 @@ func TestQueueThenFull(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.queueLen})
-				var holders []func()
-				for range tt.slots {
-					holders = append(holders, acquireDirect(t, l))
-				}
-				var waiters []*client
-				for range tt.queueLen {
-					waiters = append(waiters, startQueued(t, l, context.Background(), limiter.Request{}))
-				}
+				holders := acquireN(t, l, tt.slots)
+				waiters := queueN(t, l, tt.queueLen)
 				want := limiter.Stats{
 					Slots: tt.slots, QueueLen: tt.queueLen,
 					Holding: tt.slots, Waiting: tt.queueLen,
@@ -383,14 +394,8 @@ func TestFIFO(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.waiters})
-				var holders []func()
-				for range tt.slots {
-					holders = append(holders, acquireDirect(t, l))
-				}
-				var ws []*client
-				for range tt.waiters {
-					ws = append(ws, startQueued(t, l, context.Background(), limiter.Request{}))
-				}
+				holders := acquireN(t, l, tt.slots)
+				ws := queueN(t, l, tt.waiters)
 				// Release holders, then granted waiters, one at a time, in
 				// the order they got their slot. Each release must grant
 				// exactly the next waiter in arrival order.
@@ -467,10 +472,7 @@ func TestNoBarging(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: 2})
-				var holders []func()
-				for range tt.slots {
-					holders = append(holders, acquireDirect(t, l))
-				}
+				holders := acquireN(t, l, tt.slots)
 				w := startQueued(t, l, context.Background(), limiter.Request{})
 				if tt.releaseFirst {
 					holders[0]()
@@ -533,10 +535,7 @@ func TestReleaseTwice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.queueLen})
-				var holders []func()
-				for range tt.slots {
-					holders = append(holders, acquireDirect(t, l))
-				}
+				holders := acquireN(t, l, tt.slots)
 				var ws []*client // these release twice as well
 				for range tt.queueLen {
 					ws = append(ws, startQueuedReleasing(t, l, context.Background(), limiter.Request{}, 2))
@@ -573,10 +572,7 @@ func TestReleaseTwice(t *testing.T) {
 				for _, r := range holders {
 					r()
 				}
-				var again []func()
-				for range tt.slots {
-					again = append(again, acquireDirect(t, l))
-				}
+				again := acquireN(t, l, tt.slots)
 				release, _, err := probe(t, l)
 				if err == nil {
 					release()
@@ -629,10 +625,7 @@ func TestAcquireEndedContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newLimiter(t, limiter.Options{Slots: 1, QueueLen: tt.queueLen})
-			var holders []func()
-			for range tt.held {
-				holders = append(holders, acquireDirect(t, l))
-			}
+			holders := acquireN(t, l, tt.held)
 			before := l.Stats()
 			ctx := tt.ctx(t)
 			onQueued := 0
@@ -941,14 +934,8 @@ func TestSetSlotsRaise(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.waiters})
-				var holders []func()
-				for range tt.slots {
-					holders = append(holders, acquireDirect(t, l))
-				}
-				var ws []*client
-				for range tt.waiters {
-					ws = append(ws, startQueued(t, l, context.Background(), limiter.Request{}))
-				}
+				holders := acquireN(t, l, tt.slots)
+				ws := queueN(t, l, tt.waiters)
 				start := time.Now()
 				for _, st := range tt.steps {
 					if err := l.SetSlots(st.slots); err != nil {
@@ -1014,14 +1001,8 @@ func TestSetSlotsLower(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				q := max(tt.waiters, 1)
 				l := newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: q})
-				var holders []func()
-				for range tt.slots {
-					holders = append(holders, acquireDirect(t, l))
-				}
-				var ws []*client
-				for range tt.waiters {
-					ws = append(ws, startQueued(t, l, context.Background(), limiter.Request{}))
-				}
+				holders := acquireN(t, l, tt.slots)
+				ws := queueN(t, l, tt.waiters)
 				if err := l.SetSlots(tt.lowerTo); err != nil {
 					t.Fatalf("SetSlots(%d): %v", tt.lowerTo, err)
 				}
@@ -1082,10 +1063,7 @@ func TestSetSlotsLower(t *testing.T) {
 				want.Holding, want.Waiting, want.AdmittedQueued = 0, 0, uint64(tt.waiters)
 				checkStats(t, l, want)
 				// Now exactly lowerTo slots can be taken directly.
-				var again []func()
-				for range tt.lowerTo {
-					again = append(again, acquireDirect(t, l))
-				}
+				again := acquireN(t, l, tt.lowerTo)
 				if release, _, err := probe(t, l); err == nil {
 					release()
 					t.Fatalf("request %d admitted with Slots %d", tt.lowerTo+1, tt.lowerTo)
@@ -1132,10 +1110,7 @@ func TestUnlimited(t *testing.T) {
 	const n = 10000
 	l := limiter.NewUnlimited()
 	checkStats(t, l, limiter.Stats{Unlimited: true})
-	releases := make([]func(), 0, n)
-	for range n {
-		releases = append(releases, acquireDirect(t, l))
-	}
+	releases := acquireN(t, l, n)
 	checkStats(t, l, limiter.Stats{Unlimited: true, Holding: n, AdmittedDirect: n})
 
 	t.Run("SetSlots", func(t *testing.T) {

@@ -354,6 +354,16 @@ func (h *harness) waitDone(n int) snapshot {
 	return s
 }
 
+// waitOutcome waits for the one request of a test and checks how it ended.
+func (h *harness) waitOutcome(want proxy.Outcome) snapshot {
+	h.t.Helper()
+	s := h.waitDone(1)
+	if s.done[string(want)] != 1 {
+		h.t.Errorf("outcomes = %v, want one %s", s.done, want)
+	}
+	return s
+}
+
 // accessLines returns the access-log lines as maps of their fields.
 func (h *harness) accessLines() []map[string]any {
 	var out []map[string]any

@@ -158,10 +158,7 @@ func TestForwardsRequestAndResponse(t *testing.T) {
 				t.Errorf("engine X-Request-Id = %q, want a generated id", id)
 			}
 
-			s := h.waitDone(1)
-			if s.done[string(proxy.AdmittedDirect)] != 1 {
-				t.Errorf("outcomes = %v, want admitted_direct", s.done)
-			}
+			s := h.waitOutcome(proxy.AdmittedDirect)
 			if len(s.queueWaits) != 1 || s.queueWaits[0] != 0 {
 				t.Errorf("QueueWait calls = %v, want [0]", s.queueWaits)
 			}
@@ -553,10 +550,7 @@ func TestBodyTooLarge(t *testing.T) {
 		if st.AdmittedDirect != 1 {
 			t.Errorf("limiter stats = %+v", st)
 		}
-		s := h.waitDone(1)
-		if s.done[string(proxy.RejectedTooLarge)] != 1 {
-			t.Errorf("outcomes = %v", s.done)
-		}
+		s := h.waitOutcome(proxy.RejectedTooLarge)
 		if len(s.firstBytes) != 0 {
 			t.Errorf("FirstByte calls = %v for a refused request", s.firstBytes)
 		}
@@ -606,10 +600,7 @@ func TestBodyTooLarge(t *testing.T) {
 			if res.err != nil || res.status != http.StatusOK {
 				t.Fatalf("answer = %d %q, %v; want 200", res.status, res.body, res.err)
 			}
-			s := h.waitDone(1)
-			if s.done[string(proxy.AdmittedDirect)] != 1 {
-				t.Errorf("outcomes = %v", s.done)
-			}
+			h.waitOutcome(proxy.AdmittedDirect)
 		})
 	}
 }
@@ -801,10 +792,7 @@ func TestEngineBreaksMidStream(t *testing.T) {
 				t.Fatal("the broken stream was never ended")
 			}
 			h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
-			s := h.waitDone(1)
-			if s.done[string(proxy.EngineError)] != 1 {
-				t.Errorf("outcomes = %v, want engine_error", s.done)
-			}
+			h.waitOutcome(proxy.EngineError)
 		})
 	}
 }
@@ -846,10 +834,7 @@ func TestClientDisconnectsMidStream(t *testing.T) {
 
 			receive(t, "the engine to see its request cancelled", engineCancelled)
 			h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
-			s := h.waitDone(1)
-			if s.done[string(proxy.CancelledRunning)] != 1 {
-				t.Errorf("outcomes = %v, want cancelled_running", s.done)
-			}
+			h.waitOutcome(proxy.CancelledRunning)
 		})
 	}
 }
@@ -914,10 +899,7 @@ func TestEngineFailures(t *testing.T) {
 				t.Error("engine header lost")
 			}
 			h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
-			s := h.waitDone(1)
-			if s.done[string(tc.wantOutcome)] != 1 {
-				t.Errorf("outcomes = %v, want %s", s.done, tc.wantOutcome)
-			}
+			s := h.waitOutcome(tc.wantOutcome)
 			if len(s.queueWaits) != 1 {
 				t.Errorf("QueueWait calls = %v, want one for the admitted request", s.queueWaits)
 			}
@@ -1360,9 +1342,6 @@ func TestDirectBodyUnreadableIsABadRequest(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(proxy.ReasonHeader) != "bad_request" {
 		t.Errorf("answer = %d %s %q, want 400 bad_request", resp.StatusCode, resp.Header.Get(proxy.ReasonHeader), b)
 	}
-	s := h.waitDone(1)
-	if s.done[string(proxy.RejectedBadRequest)] != 1 {
-		t.Errorf("outcomes = %v, want one rejected_bad_request", s.done)
-	}
+	h.waitOutcome(proxy.RejectedBadRequest)
 	h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
 }
