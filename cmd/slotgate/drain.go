@@ -2,7 +2,6 @@ package main
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"go.uber.org/zap"
 )
@@ -12,7 +11,6 @@ import (
 type drainer struct {
 	log   *zap.Logger
 	once  sync.Once
-	flag  atomic.Bool
 	begun chan struct{}
 }
 
@@ -23,10 +21,17 @@ func newDrainer(log *zap.Logger) *drainer {
 // start begins draining; it returns at once and is safe to call again.
 func (d *drainer) start() {
 	d.once.Do(func() {
-		d.flag.Store(true)
-		d.log.Info("draining: readiness now fails; new requests are still served for the drain delay")
 		close(d.begun)
+		d.log.Info("draining: readiness now fails; new requests are still served for the drain delay")
 	})
 }
 
-func (d *drainer) started() bool { return d.flag.Load() }
+// started reports whether start was called: begun is closed.
+func (d *drainer) started() bool {
+	select {
+	case <-d.begun:
+		return true
+	default:
+		return false
+	}
+}
