@@ -61,7 +61,7 @@ func (c *config) fill(r *raw, v *flagenv.Checker) {
 	o.URL = url(v, "url", r.URL)
 	o.Endpoint = v.OneOf("endpoint", r.Endpoint, loadgen.EndpointCompletions, loadgen.EndpointChat)
 	o.Model = v.NonEmpty("model", r.Model)
-	o.Stream = boolean(v, "stream", r.Stream)
+	o.Stream = v.Bool("stream", r.Stream)
 	o.PromptTokens = dist(v, "prompt-tokens", r.PromptTokens)
 	o.MaxTokens = dist(v, "max-tokens", r.MaxTokens)
 	o.Timeout = v.Duration("timeout", r.Timeout, 0)

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/slotgate/slotgate/internal/flagenv"
@@ -67,14 +65,6 @@ func url(v *flagenv.Checker, flagName, s string) string {
 		return ""
 	}
 	return u.String()
-}
-
-func boolean(v *flagenv.Checker, flagName, s string) bool {
-	b, err := strconv.ParseBool(strings.TrimSpace(s))
-	if err != nil {
-		v.Fail(flagName, s, "must be true or false")
-	}
-	return b
 }
 
 func dist(v *flagenv.Checker, flagName, s string) loadgen.Dist {

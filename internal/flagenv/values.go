@@ -131,3 +131,13 @@ func (c *Checker) NonEmpty(flagName, s string) string {
 	}
 	return s
 }
+
+// Bool parses s as strconv.ParseBool does (true, false, 1, 0, …). On
+// failure it records the problem and returns false.
+func (c *Checker) Bool(flagName, s string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		c.Fail(flagName, s, "must be true or false")
+	}
+	return b
+}
