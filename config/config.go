@@ -53,6 +53,37 @@ type Config struct {
 	// DrainDelay is how long new requests are still served after a drain
 	// starts (--drain-delay, SLOTGATE_DRAIN_DELAY, 5s).
 	DrainDelay time.Duration
+	// EngineMetricsInterval is the engine scrape period
+	// (--engine-metrics-interval, SLOTGATE_ENGINE_METRICS_INTERVAL, 200ms).
+	EngineMetricsInterval time.Duration
+	// EngineMetricsDialect is auto, vllm, sglang, trtllm or none
+	// (--engine-metrics-dialect, SLOTGATE_ENGINE_METRICS_DIALECT, auto).
+	EngineMetricsDialect string
+	// KVTotalBlocks, BlockSize, MaxNumBatchedTokens and DataParallelSize
+	// are static values for what the engine does not export
+	// (--kv-total-blocks, --block-size, --max-num-batched-tokens,
+	// --data-parallel-size and their SLOTGATE_ variables); 0 is unset.
+	KVTotalBlocks, BlockSize, MaxNumBatchedTokens int64
+	DataParallelSize                              int
+	// DecodeThreshold, PrefillThreshold and PrefillThresholdFrac are the
+	// busy thresholds, with Dynamo's flags and variables
+	// (--active-decode-blocks-threshold, DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD,
+	// and so on); nil is off.
+	DecodeThreshold      *float64
+	PrefillThreshold     *uint64
+	PrefillThresholdFrac *float64
+	// RejectWhenBusy makes slotgate refuse new requests while busy
+	// (--reject-when-busy, SLOTGATE_REJECT_WHEN_BUSY).
+	RejectWhenBusy bool
+	// ORCAHeader adds endpoint-load-metrics to proxied responses
+	// (--orca-header, SLOTGATE_ORCA_HEADER).
+	ORCAHeader bool
+	// AdminGRPCListen is the gRPC admin address (--admin-grpc-listen,
+	// SLOTGATE_ADMIN_GRPC_LISTEN, ":9091"); "" (given as off) is none.
+	AdminGRPCListen string
+	// ModelName is echoed by /busy_threshold (--model-name,
+	// SLOTGATE_MODEL_NAME, "default").
+	ModelName string
 	// LogLevel is debug, info, warn or error (--log-level, SLOTGATE_LOG_LEVEL).
 	LogLevel string
 	// LogFormat is json or console (--log-format, SLOTGATE_LOG_FORMAT).
@@ -110,6 +141,7 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	}
 	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
 	c.DrainDelay = v.Duration("drain-delay", r.DrainDelay, 0)
+	c.fillLoad(r, v)
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
 }

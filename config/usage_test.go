@@ -90,7 +90,10 @@ func TestUsageMatchesLoad(t *testing.T) {
 				env["DYN_ENGINE_REQUEST_LIMIT"] = "4"
 			}
 			if def == "(unset)" {
-				def = "4"
+				def = "0.5" // valid for every setting without a default
+				if name == "engine-request-limit" || name == "active-prefill-tokens-threshold" {
+					def = "4"
+				}
 			}
 			env[variable] = def
 			c := mustLoad(t, nil, env)
