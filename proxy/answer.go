@@ -17,6 +17,7 @@ const (
 	MessageQueueTimeout = "Server overloaded: queue wait timeout"
 	MessageUnreachable  = "Server unavailable: engine unreachable"
 	MessageDraining     = "Server unavailable: draining"
+	MessageBusy         = "Server overloaded: worker busy"
 )
 
 // ReasonHeader carries a machine-readable reason on every answer slotgate
@@ -53,7 +54,7 @@ func newAnswer(status int, typ, message, reason, retryAfter string) answer {
 // answers holds every answer, rendered once at start-up so that a rejection
 // costs no encoding.
 type answers struct {
-	capacity, queueTimeout, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
+	capacity, queueTimeout, busy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
 }
 
 func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
@@ -64,6 +65,7 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 	return answers{
 		capacity:       newAnswer(overload, "Overloaded", MessageCapacity, "capacity", ra),
 		queueTimeout:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
+		busy:           newAnswer(overload, "Overloaded", MessageBusy, "busy", ra),
 		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageUnreachable, "engine_unavailable", ""),
 		draining:       newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageDraining, "draining", ra),
 		badGateway:     newAnswer(http.StatusBadGateway, "EngineError", "Bad gateway: engine error", "engine_error", ""),

@@ -37,12 +37,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.ContentLength > p.maxBody:
 		p.refuse(rec, &p.answers.tooLarge, RejectedTooLarge)
 		return
+	case p.busy != nil && p.busy():
+		p.refuse(rec, &p.answers.busy, RejectedBusy)
+		return
 	}
 	release, r := p.admit(rec, r)
 	if release == nil {
 		return
 	}
 	defer release()
+	r = p.trackFlight(rec, r)
+	if rec.flight != nil {
+		defer rec.flight.End() // deferred after release, so it runs before it
+	}
 	p.forward(rec, r)
 }
 

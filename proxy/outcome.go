@@ -14,9 +14,11 @@ const (
 	AdmittedQueued       Outcome = "admitted_queued"
 	RejectedCapacity     Outcome = "rejected_capacity"
 	RejectedQueueTimeout Outcome = "rejected_queue_timeout"
-	RejectedUnavailable  Outcome = "rejected_unavailable"
-	RejectedDraining     Outcome = "rejected_draining"
-	RejectedTooLarge     Outcome = "rejected_too_large"
+	// RejectedBusy: refused while the worker was busy (--reject-when-busy).
+	RejectedBusy        Outcome = "rejected_busy"
+	RejectedUnavailable Outcome = "rejected_unavailable"
+	RejectedDraining    Outcome = "rejected_draining"
+	RejectedTooLarge    Outcome = "rejected_too_large"
 	// RejectedBadRequest: the request body could not be read (a malformed
 	// chunked body, a broken upload) while the client was still there.
 	RejectedBadRequest Outcome = "rejected_bad_request"
@@ -35,7 +37,7 @@ const (
 func Outcomes() []string {
 	return []string{
 		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
-		string(RejectedQueueTimeout), string(RejectedUnavailable), string(RejectedDraining),
+		string(RejectedQueueTimeout), string(RejectedBusy), string(RejectedUnavailable), string(RejectedDraining),
 		string(RejectedTooLarge), string(RejectedBadRequest), string(CancelledQueued), string(CancelledRunning),
 		string(EngineError),
 	}

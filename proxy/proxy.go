@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load/inflight"
 )
 
 // DefaultMaxRequestBodyBytes bounds request bodies when Options leave it 0.
@@ -39,6 +40,15 @@ type Options struct {
 	// Transport reaches the engine; nil means NewTransport sized for the
 	// limiter.
 	Transport http.RoundTripper
+	// Flights counts the prompt and generated tokens of the admitted
+	// requests as they pass; nil counts nothing.
+	Flights *inflight.Tracker
+	// LoadHeaders, when set, adds headers to every proxied response (the
+	// ORCA load report); it runs on the request path and must be fast.
+	LoadHeaders func(http.Header)
+	// Busy, when set, is asked before admission: while it returns true,
+	// new requests are refused with the overload status, reason busy.
+	Busy func() bool
 	// Observer receives measurements; nil discards them.
 	Observer Observer
 	// AccessLog gets one line per request, never sampled; nil logs nothing.
@@ -60,6 +70,9 @@ type Proxy struct {
 	log         *zap.Logger
 	ids         *idSource
 	draining    atomic.Bool
+	flights     *inflight.Tracker
+	loadHeaders func(http.Header)
+	busy        func() bool
 }
 
 // New checks opts and returns a Proxy.
@@ -76,6 +89,9 @@ func New(opts Options) (*Proxy, error) {
 		access:      opts.AccessLog,
 		log:         opts.Logger,
 		ids:         newIDSource(),
+		flights:     opts.Flights,
+		loadHeaders: opts.LoadHeaders,
+		busy:        opts.Busy,
 	}
 	p.setDefaults(opts)
 	for _, path := range opts.PassthroughPaths {
@@ -86,11 +102,12 @@ func New(opts Options) (*Proxy, error) {
 		transport = NewTransport(poolSize(p.lim.Stats()))
 	}
 	p.rp = &httputil.ReverseProxy{
-		Rewrite:      p.rewrite,
-		Transport:    transport,
-		BufferPool:   newBufferPool(),
-		ErrorHandler: p.engineError,
-		ErrorLog:     zap.NewStdLog(p.log.Named("reverseproxy")),
+		Rewrite:        p.rewrite,
+		Transport:      transport,
+		BufferPool:     newBufferPool(),
+		ErrorHandler:   p.engineError,
+		ModifyResponse: p.modifyResponse,
+		ErrorLog:       zap.NewStdLog(p.log.Named("reverseproxy")),
 	}
 	return p, nil
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotgate/slotgate/load/inflight"
 )
 
 // recorder is the state of one request. It wraps the client's
@@ -35,6 +37,9 @@ type recorder struct {
 	// client's fault, not the engine's. Written by the transport's
 	// goroutine, read by the handler after the round trip ended.
 	bodyErr atomic.Pointer[error]
+	// flight is the request's load as slotgate counts it, from its slot
+	// to the slot's release; nil when untracked.
+	flight *inflight.Flight
 }
 
 // watchedBody records the first read error of a forwarded request body,

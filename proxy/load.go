@@ -1,0 +1,135 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/slotgate/slotgate/load/estimate"
+	"github.com/slotgate/slotgate/load/inflight"
+)
+
+// RankHeader pins a request to one data-parallel rank of the engine, as
+// vLLM's X-data-parallel-rank does; slotgate counts the request's load on
+// that rank and forwards the header unchanged.
+const RankHeader = "X-Data-Parallel-Rank"
+
+// trackFlight begins the flight of an admitted request and wraps its body
+// so that the prompt is estimated as the body passes to the engine. It
+// returns the request to forward; the flight ends with the slot (see
+// admit's caller).
+func (p *Proxy) trackFlight(rec *recorder, r *http.Request) *http.Request {
+	if p.flights == nil {
+		return r
+	}
+	rec.flight = p.flights.Begin(rank(r.Header))
+	if r.Body == nil || r.Body == http.NoBody {
+		return r
+	}
+	out := new(http.Request)
+	*out = *r
+	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), flight: rec.flight}
+	return out
+}
+
+// rank reads RankHeader; Unpinned when absent or not a rank.
+func rank(h http.Header) int {
+	v := h.Get(RankHeader)
+	if v == "" {
+		return inflight.Unpinned
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return inflight.Unpinned
+	}
+	return n
+}
+
+// promptBody passes the request body through unchanged and, when it
+// ends, gives its prompt estimate to the flight, once. Read and Close may
+// run on different goroutines (net/http's transport does so).
+type promptBody struct {
+	*estimate.PromptReader
+	flight *inflight.Flight
+	done   atomic.Bool
+}
+
+func (b *promptBody) Read(p []byte) (int, error) {
+	n, err := b.PromptReader.Read(p)
+	if err != nil {
+		b.report()
+	}
+	return n, err
+}
+
+func (b *promptBody) Close() error {
+	err := b.PromptReader.Close()
+	b.report()
+	return err
+}
+
+func (b *promptBody) report() {
+	est, ended := b.Estimate()
+	if ended && b.done.CompareAndSwap(false, true) {
+		b.flight.SetPrompt(est.PromptTokens)
+	}
+}
+
+// modifyResponse adds the load headers to a proxied response and, for a
+// tracked request, counts the tokens of the response as it streams.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	if p.loadHeaders != nil {
+		p.loadHeaders(resp.Header)
+	}
+	rec, ok := resp.Request.Context().Value(recorderKey{}).(*recorder)
+	if !ok || rec.flight == nil {
+		return nil
+	}
+	if resp.StatusCode >= 300 {
+		// An error or a redirect: the engine computes nothing more for it.
+		rec.flight.Prefilled()
+		return nil
+	}
+	resp.Body = &tokenBody{ReadCloser: resp.Body, counter: estimate.NewStreamCounter(), flight: rec.flight}
+	return nil
+}
+
+// tokenBody counts the tokens of a response body as the proxy copies it
+// to the client: the first one ends the request's prefill, and each one
+// adds to its decode blocks. It is read by one goroutine only.
+type tokenBody struct {
+	io.ReadCloser
+	counter   *estimate.StreamCounter
+	flight    *inflight.Flight
+	generated int
+	first     bool
+}
+
+func (b *tokenBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		_, _ = b.counter.Write(p[:n]) // never fails
+		b.update()
+	}
+	if err != nil {
+		_ = b.counter.Close()
+		b.update()
+		b.flight.Prefilled()
+	}
+	return n, err
+}
+
+// update tells the flight what changed since the last call.
+func (b *tokenBody) update() {
+	c := b.counter.Counts()
+	if c.FirstToken && !b.first {
+		b.first = true
+		b.flight.Prefilled()
+	}
+	if c.Generated != b.generated {
+		b.generated = c.Generated
+		b.flight.SetGenerated(c.Generated)
+	}
+}

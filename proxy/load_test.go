@@ -1,0 +1,221 @@
+package proxy_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load/inflight"
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// streamEngine answers each request with an SSE stream of n tokens, after
+// reading the whole body; it waits at each step for the test.
+type streamEngine struct {
+	bodyRead   chan struct{} // the body was read; the engine waits on first
+	first      chan struct{}
+	firstSent  chan struct{} // the first token was flushed; it waits on rest
+	rest       chan struct{}
+	status     int
+	tokens     int
+	seenRank   atomic.Value
+	bodyLength atomic.Int64
+}
+
+func newStreamEngine(tokens int) *streamEngine {
+	return &streamEngine{bodyRead: make(chan struct{}, 16), first: make(chan struct{}), firstSent: make(chan struct{}, 16),
+		rest: make(chan struct{}), status: http.StatusOK, tokens: tokens}
+}
+
+func (e *streamEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n, _ := readAll(r)
+	e.bodyLength.Store(n)
+	e.seenRank.Store(r.Header.Get(proxy.RankHeader))
+	e.bodyRead <- struct{}{}
+	<-e.first
+	if e.status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(e.status)
+		_, _ = fmt.Fprint(w, `{"error":{"message":"no","type":"x","code":400}}`)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for i := range e.tokens {
+		_, _ = fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"t%d\"}]}\n\n", i)
+		w.(http.Flusher).Flush()
+		if i == 0 {
+			e.firstSent <- struct{}{}
+			<-e.rest
+		}
+	}
+	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// okEngine answers every request 200 at once.
+func okEngine(t *testing.T) http.Handler {
+	t.Helper()
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("{}")) })
+}
+
+func readAll(r *http.Request) (int64, error) {
+	var n int64
+	buf := make([]byte, 4096)
+	for {
+		m, err := r.Body.Read(buf)
+		n += int64(m)
+		if err != nil {
+			return n, nil
+		}
+	}
+}
+
+// prompt is a completions body whose prompt is 400 bytes: 100 tokens.
+var prompt = `{"model":"m","stream":true,"prompt":"` + strings.Repeat("abcd", 100) + `"}`
+
+func trackedHarness(t *testing.T, eng http.Handler, limits limiter.Options, extra func(*proxy.Options)) (*harness, *inflight.Tracker) {
+	t.Helper()
+	tr := inflight.New(nil)
+	h := newHarness(t, harnessConfig{engine: eng, limits: limits, options: func(o *proxy.Options) {
+		o.Flights = tr
+		if extra != nil {
+			extra(o)
+		}
+	}})
+	return h, tr
+}
+
+func view(tr *inflight.Tracker) inflight.RankLoad { return tr.View([]int{0}, 16)[0] }
+
+// TestFlightFollowsTheRequest: the prompt counts as prefill once the body
+// has passed, until the first token; the tokens fill decode blocks; the
+// flight ends with the request.
+func TestFlightFollowsTheRequest(t *testing.T) {
+	eng := newStreamEngine(20)
+	h, tr := trackedHarness(t, eng, limiter.Options{Slots: 1, QueueLen: 2}, nil)
+	done := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
+
+	receive(t, "engine read the body", eng.bodyRead)
+	waitFor(t, "prompt estimated", func() bool { return view(tr).PrefillTokens == 100 })
+	if v := view(tr); v.Flights != 1 || v.DecodeBlocks != 7 { // 100 tokens in blocks of 16
+		t.Errorf("before the first token: %+v, want 1 flight, 7 blocks", v)
+	}
+	close(eng.first)
+	receive(t, "first token sent", eng.firstSent)
+	waitFor(t, "prefill over", func() bool { return view(tr).PrefillTokens == 0 })
+	close(eng.rest)
+	res := <-done
+	if res.err != nil || res.status != http.StatusOK || eng.bodyLength.Load() != int64(len(prompt)) {
+		t.Fatalf("answer %d %v, engine read %d of %d bytes", res.status, res.err, eng.bodyLength.Load(), len(prompt))
+	}
+	waitFor(t, "flight ended", func() bool { return tr.Len() == 0 })
+}
+
+// TestQueuedRequestIsTracked: a request whose body was read while it
+// waited is estimated from the bytes replayed to the engine.
+func TestQueuedRequestIsTracked(t *testing.T) {
+	eng := newStreamEngine(2)
+	h, tr := trackedHarness(t, eng, limiter.Options{Slots: 1, QueueLen: 2}, nil)
+	first := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
+	receive(t, "first request at the engine", eng.bodyRead)
+	second := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
+	h.waitStats("second queued", func(s limiter.Stats) bool { return s.Waiting == 1 })
+	close(eng.first)
+	close(eng.rest)
+	receive(t, "second request at the engine", eng.bodyRead)
+	for _, ch := range []<-chan result{first, second} {
+		if res := <-ch; res.status != http.StatusOK {
+			t.Fatalf("answer %d %v", res.status, res.err)
+		}
+	}
+	waitFor(t, "flights ended", func() bool { return tr.Len() == 0 })
+	if got := h.waitDone(2).done[string(proxy.AdmittedQueued)]; got != 1 {
+		t.Errorf("admitted_queued = %d, want 1", got)
+	}
+}
+
+// TestRankHeaderPinsTheFlight: a request for rank 1 counts on rank 1 only,
+// and the header reaches the engine unchanged.
+func TestRankHeaderPinsTheFlight(t *testing.T) {
+	eng := newStreamEngine(1)
+	h, tr := trackedHarness(t, eng, limiter.Options{Slots: 2, QueueLen: 2}, nil)
+	req := newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt))
+	req.Header.Set(proxy.RankHeader, "1")
+	done := h.goDo(req)
+	receive(t, "engine read the body", eng.bodyRead)
+	waitFor(t, "prompt on rank 1", func() bool {
+		v := tr.View([]int{0, 1}, 16)
+		return v[0].Flights == 0 && v[1].PrefillTokens == 100
+	})
+	close(eng.first)
+	close(eng.rest)
+	<-done
+	if got := eng.seenRank.Load(); got != "1" {
+		t.Errorf("engine saw %s %q, want 1", proxy.RankHeader, got)
+	}
+}
+
+// TestErrorAnswerEndsPrefill: an engine error leaves nothing to prefill.
+func TestErrorAnswerEndsPrefill(t *testing.T) {
+	eng := newStreamEngine(0)
+	eng.status = http.StatusBadRequest
+	h, tr := trackedHarness(t, eng, limiter.Options{Slots: 1, QueueLen: 2}, nil)
+	done := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
+	receive(t, "engine read the body", eng.bodyRead)
+	close(eng.first)
+	if res := <-done; res.status != http.StatusBadRequest {
+		t.Fatalf("status %d, want the engine's 400", res.status)
+	}
+	waitFor(t, "flight ended", func() bool { return tr.Len() == 0 })
+}
+
+// TestLoadHeadersOnProxiedAnswersOnly: the load header is added to what
+// the engine answers, not to slotgate's own refusals.
+func TestLoadHeadersOnProxiedAnswersOnly(t *testing.T) {
+	var calls atomic.Int64
+	h := newHarness(t, harnessConfig{engine: okEngine(t), limits: limiter.Options{Slots: 1, QueueLen: 2},
+		options: func(o *proxy.Options) {
+			o.LoadHeaders = func(hdr http.Header) {
+				calls.Add(1)
+				hdr.Set("Endpoint-Load-Metrics", "TEXT named_metrics.queued:0")
+			}
+		}})
+	res := h.get("/v1/models/x")
+	if res.status != http.StatusOK || res.header.Get("Endpoint-Load-Metrics") != "TEXT named_metrics.queued:0" {
+		t.Errorf("proxied answer: %d, header %q", res.status, res.header.Get("Endpoint-Load-Metrics"))
+	}
+	h.proxy.StartDraining()
+	res = h.get("/v1/models/x")
+	if res.status != http.StatusServiceUnavailable || res.header.Get("Endpoint-Load-Metrics") != "" {
+		t.Errorf("refusal: %d, header %q; want 503 without the header", res.status, res.header.Get("Endpoint-Load-Metrics"))
+	}
+	if calls.Load() != 1 {
+		t.Errorf("LoadHeaders called %d times, want 1", calls.Load())
+	}
+}
+
+// TestBusyRefusesBeforeAdmission: while Busy says so, requests get the
+// overload status with reason busy and never reach the engine or a slot.
+func TestBusyRefusesBeforeAdmission(t *testing.T) {
+	var busy atomic.Bool
+	busy.Store(true)
+	h := newHarness(t, harnessConfig{engine: okEngine(t), limits: limiter.Options{Slots: 1, QueueLen: 2},
+		options: func(o *proxy.Options) { o.Busy = busy.Load }})
+	res := h.get("/v1/models/x")
+	if res.status != 529 || res.header.Get(proxy.ReasonHeader) != "busy" || !strings.Contains(res.body, proxy.MessageBusy) {
+		t.Errorf("while busy: %d %q %q", res.status, res.header.Get(proxy.ReasonHeader), res.body)
+	}
+	if n := h.engine.count("/v1/models/x"); n != 0 {
+		t.Errorf("engine saw %d requests while busy", n)
+	}
+	if s := h.lim.Stats(); s.Holding != 0 || s.Waiting != 0 {
+		t.Errorf("limiter %+v after a busy refusal", s)
+	}
+	h.waitOutcome(proxy.RejectedBusy)
+	busy.Store(false)
+	if res := h.get("/v1/models/x"); res.status != http.StatusOK {
+		t.Errorf("after busy: %d, want 200", res.status)
+	}
+}
