@@ -25,6 +25,9 @@ func (p *Proxy) finish(rec *recorder, r *http.Request) {
 		rec.status = StatusClientClosedRequest
 	}
 	end := time.Now()
+	if rec.outcome != Passthrough {
+		p.changed() // the slot or queue place is free by now
+	}
 	p.report(rec, end)
 	p.logAccess(rec, r, end)
 	if v != nil {

@@ -68,6 +68,7 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 	release, err := p.lim.AcquireRequest(ctx, limiter.Request{OnQueued: func() {
 		queuedAt = time.Now()
 		body = readQueuedBody(r.Body, p.maxBody, cancel)
+		p.changed()
 	}})
 	if body != nil {
 		if err != nil && !body.finished() {

@@ -219,3 +219,23 @@ func TestBusyRefusesBeforeAdmission(t *testing.T) {
 		t.Errorf("after busy: %d, want 200", res.status)
 	}
 }
+
+// TestChangedOnQueueAndEnd: Changed is called when a request enters the
+// queue and when each request ends, so a load publisher sees the queue.
+func TestChangedOnQueueAndEnd(t *testing.T) {
+	var changes atomic.Int64
+	g := newGate()
+	h := newHarness(t, harnessConfig{engine: g, limits: limiter.Options{Slots: 1, QueueLen: 1},
+		options: func(o *proxy.Options) { o.Changed = func() { changes.Add(1) } }})
+	first := h.hold(g, "/v1/x")
+	second := h.goDo(newRequest(t, http.MethodGet, h.url("/v1/x"), nil))
+	h.waitStats("second queued", func(s limiter.Stats) bool { return s.Waiting == 1 })
+	waitFor(t, "Changed on queueing", func() bool { return changes.Load() == 1 })
+	g.release()
+	<-first
+	<-second
+	waitFor(t, "Changed on each end", func() bool { return changes.Load() == 3 })
+	h.proxy.StartDraining()
+	_ = h.get("/v1/x") // a refusal ends too
+	waitFor(t, "Changed on the refusal", func() bool { return changes.Load() == 4 })
+}

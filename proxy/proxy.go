@@ -46,6 +46,10 @@ type Options struct {
 	// LoadHeaders, when set, adds headers to every proxied response (the
 	// ORCA load report); it runs on the request path and must be fast.
 	LoadHeaders func(http.Header)
+	// Changed, when set, is called after the admission state may have
+	// changed: a request entered the queue, or a request ended (its slot
+	// or queue place released). It must not block.
+	Changed func()
 	// Busy, when set, is asked before admission: while it returns true,
 	// new requests are refused with the overload status, reason busy.
 	Busy func() bool
@@ -73,6 +77,7 @@ type Proxy struct {
 	flights     *inflight.Tracker
 	loadHeaders func(http.Header)
 	busy        func() bool
+	changed     func()
 }
 
 // New checks opts and returns a Proxy.
@@ -92,6 +97,7 @@ func New(opts Options) (*Proxy, error) {
 		flights:     opts.Flights,
 		loadHeaders: opts.LoadHeaders,
 		busy:        opts.Busy,
+		changed:     opts.Changed,
 	}
 	p.setDefaults(opts)
 	for _, path := range opts.PassthroughPaths {
@@ -132,6 +138,9 @@ func (o *Options) validate() error {
 func (p *Proxy) setDefaults(opts Options) {
 	if p.maxBody == 0 {
 		p.maxBody = DefaultMaxRequestBodyBytes
+	}
+	if p.changed == nil {
+		p.changed = func() {}
 	}
 	if p.obs == nil {
 		p.obs = nopObserver{}
