@@ -38,6 +38,9 @@ type Options struct {
 	Client *http.Client
 	// Overrides fill what the engine does not export.
 	Overrides Overrides
+	// OnUpdate, when set, is called from Run's goroutine after each scrape
+	// stored a snapshot, successful or not. It must not block.
+	OnUpdate func()
 	// Logger receives the state changes: the dialect detected, the
 	// snapshot turning stale, and fresh again; nil means none. Nothing is
 	// logged per scrape.
@@ -54,6 +57,7 @@ type Scraper struct {
 	client    *http.Client
 	overrides Overrides
 	log       *slog.Logger
+	onUpdate  func()
 
 	snap    atomic.Pointer[EngineLoad] // never nil; immutable once stored
 	running atomic.Bool
@@ -78,6 +82,10 @@ func NewScraper(opts Options) (*Scraper, error) {
 	s := &Scraper{
 		base: opts.EngineURL, dialect: opts.Dialect, interval: cmpOr(opts.Interval, DefaultInterval),
 		timeout: cmpOr(opts.Timeout, DefaultTimeout), client: opts.Client, overrides: opts.Overrides, log: opts.Logger,
+		onUpdate: opts.OnUpdate,
+	}
+	if s.onUpdate == nil {
+		s.onUpdate = func() {}
 	}
 	if s.client == nil {
 		s.client = &http.Client{}
@@ -161,9 +169,10 @@ func (s *Scraper) scrape(ctx context.Context) {
 	}
 	if err != nil {
 		s.fail(err)
-		return
+	} else {
+		s.succeed(ranks)
 	}
-	s.succeed(ranks)
+	s.onUpdate()
 }
 
 // succeed stores a fresh snapshot of ranks, the overrides applied.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -223,4 +224,31 @@ func equalSlices(a, b []load.Rank) bool {
 		}
 	}
 	return true
+}
+
+// TestOnUpdateAfterEveryScrape: OnUpdate follows every scrape, failed
+// ones included, after the snapshot is stored.
+func TestOnUpdateAfterEveryScrape(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := &script{}
+		sc.push("/metrics", body(t, "vllm_dp2.txt"))
+		var updates []int // FailedScrapes seen by each OnUpdate
+		var s *load.Scraper
+		s, err := load.NewScraper(load.Options{
+			EngineURL: mustURL(t, "http://engine.test:8000"), Dialect: load.DialectVLLM,
+			Client:   &http.Client{Transport: sc},
+			OnUpdate: func() { updates = append(updates, s.Load().FailedScrapes) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		startScraper(t, s)
+		synctest.Wait()
+		sc.setFailing(true)
+		time.Sleep(2 * load.DefaultInterval)
+		synctest.Wait()
+		if want := []int{0, 1, 2}; !slices.Equal(updates, want) {
+			t.Errorf("OnUpdate saw failed scrapes %v, want %v", updates, want)
+		}
+	})
 }
