@@ -71,6 +71,14 @@ var rules = []rule{
 	{pkg: "loadgen", stdlibOnly: true},
 	// The estimator runs on the request path: standard library only.
 	{pkg: "load/estimate", stdlibOnly: true},
+	// slotgate's own count of its flights and the busy rule: plain logic.
+	{pkg: "load/inflight", stdlibOnly: true},
+	{pkg: "load/busy", stdlibOnly: true},
+	// report merges the load packages; it knows nothing of HTTP proxying,
+	// metrics or configuration.
+	{pkg: "load/report", stdlibOnly: true, allow: append([]string{
+		module + "/load", module + "/load/busy", module + "/load/inflight",
+	}, loadAllow...)},
 	// The simulated engine stands for a real one: it knows nothing of slotgate.
 	{pkg: "sim", forbid: []string{pkgProxy, pkgLimiter, pkgConfig, pkgMetrics, pkgAdmin, pkgHealth, pkgCmd}},
 }

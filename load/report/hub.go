@@ -1,0 +1,167 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of HubOptions.
+const (
+	// MinInterval is the shortest time between two published snapshots:
+	// changes within it are published together, at its end.
+	MinInterval = 10 * time.Millisecond
+	// Heartbeat is the longest time between two published snapshots: a
+	// snapshot is published this often even when nothing changed.
+	Heartbeat = time.Second
+)
+
+// HubOptions configure a Hub.
+type HubOptions struct {
+	// Compute returns the current load; Seq and At are set by the Hub.
+	// Required. It is called from Run's goroutine only, and from NewHub.
+	Compute func() Snapshot
+	// MinInterval and Heartbeat override the package defaults when set.
+	MinInterval, Heartbeat time.Duration
+	// OnPublish, when set, is called from Run's goroutine with every
+	// snapshot published, before watchers are woken. It must not block.
+	OnPublish func(*Snapshot)
+}
+
+// Hub publishes snapshots to any number of watchers. Run computes them;
+// Notify, Latest and Watch are safe from any goroutine.
+type Hub struct {
+	opts    HubOptions
+	state   atomic.Pointer[published]
+	notify  chan struct{}
+	running atomic.Bool
+}
+
+// published is one snapshot and the channel closed when the next one is
+// published: a broadcast that never blocks the publisher, whatever the
+// number or speed of the watchers.
+type published struct {
+	snap *Snapshot
+	next chan struct{}
+}
+
+// NewHub checks opts and returns a Hub holding its first snapshot, Seq 1.
+// It starts nothing.
+func NewHub(opts HubOptions) (*Hub, error) {
+	if opts.Compute == nil {
+		return nil, errors.New("report: HubOptions.Compute is required")
+	}
+	if opts.MinInterval < 0 || opts.Heartbeat < 0 {
+		return nil, errors.New("report: MinInterval and Heartbeat must not be negative")
+	}
+	if opts.MinInterval == 0 {
+		opts.MinInterval = MinInterval
+	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = Heartbeat
+	}
+	h := &Hub{opts: opts, notify: make(chan struct{}, 1)}
+	first := opts.Compute()
+	first.Seq, first.At = 1, time.Now()
+	h.state.Store(&published{snap: &first, next: make(chan struct{})})
+	return h, nil
+}
+
+// Notify tells the Hub that the load may have changed. It never blocks;
+// notifications that arrive before Run handles the previous one merge.
+func (h *Hub) Notify() {
+	select {
+	case h.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Latest returns the latest published snapshot. The caller must not
+// modify it.
+func (h *Hub) Latest() *Snapshot { return h.state.Load().snap }
+
+// Watch calls f with the latest snapshot and then with each newer one
+// until ctx ends or f returns an error, which Watch returns (ctx.Err()
+// when ctx ended). A slow f skips snapshots rather than slowing the Hub:
+// it always gets the latest, and Seq tells how many it missed.
+func (h *Hub) Watch(ctx context.Context, f func(*Snapshot) error) error {
+	cur := h.state.Load()
+	for {
+		if err := f(cur.snap); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-cur.next:
+			cur = h.state.Load()
+		}
+	}
+}
+
+// Run publishes a snapshot whenever Notify reports a change that Compute
+// confirms, at most once per MinInterval, and at least once per
+// Heartbeat, until ctx ends; it then returns nil. Run may be called once.
+func (h *Hub) Run(ctx context.Context) error {
+	if !h.running.CompareAndSwap(false, true) {
+		return errors.New("report: Hub.Run called twice")
+	}
+	heartbeat := time.NewTimer(h.opts.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		beat := false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.notify:
+		case <-heartbeat.C:
+			beat = true
+		}
+		if !h.waitMinInterval(ctx) {
+			return nil
+		}
+		if h.publishIfChanged(beat) {
+			heartbeat.Reset(h.opts.Heartbeat)
+		}
+	}
+}
+
+// waitMinInterval waits until MinInterval has passed since the last
+// publication; it reports false when ctx ended first.
+func (h *Hub) waitMinInterval(ctx context.Context) bool {
+	wait := h.opts.MinInterval - time.Since(h.Latest().At)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// publishIfChanged computes the load and publishes it if it changed, or
+// if force (a heartbeat). It reports whether it published.
+func (h *Hub) publishIfChanged(force bool) bool {
+	// Notifications until now are covered by this computation.
+	select {
+	case <-h.notify:
+	default:
+	}
+	prev := h.state.Load()
+	next := h.opts.Compute()
+	if !force && next.SameLoad(prev.snap) {
+		return false
+	}
+	next.Seq, next.At = prev.snap.Seq+1, time.Now()
+	if h.opts.OnPublish != nil {
+		h.opts.OnPublish(&next)
+	}
+	h.state.Store(&published{snap: &next, next: make(chan struct{})})
+	close(prev.next)
+	return true
+}

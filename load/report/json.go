@@ -1,0 +1,147 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The JSON form of a Snapshot, served by GET /v1/load and streamed as
+// Server-Sent Events. Counts are plain numbers, null when unknown, and
+// each rank's "sources" names where every known count came from, so a
+// consumer that only wants numbers reads them directly.
+//
+//	{"seq":7,"at":"2026-12-02T21:00:00.123Z","busy":false,"stale":false,
+//	 "engine":{"dialect":"vllm","scraped_at":"…","failed_scrapes":0},
+//	 "requests":{"in_flight":3,"queued":0,"limit":8,"queue_limit":16},
+//	 "thresholds":{"active_decode_blocks_threshold":0.85,
+//	   "active_prefill_tokens_threshold":null,"active_prefill_tokens_threshold_frac":null},
+//	 "ranks":[{"dp_rank":0,"busy":false,"kv_total_blocks":4096,"kv_used_blocks":512,…,
+//	   "sources":{"kv_total_blocks":"engine","kv_used_blocks":"engine",…}}]}
+type (
+	snapshotJSON struct {
+		Seq        uint64         `json:"seq"`
+		At         time.Time      `json:"at"`
+		Busy       bool           `json:"busy"`
+		Stale      bool           `json:"stale"`
+		Engine     engineJSON     `json:"engine"`
+		Requests   requestsJSON   `json:"requests"`
+		Thresholds thresholdsJSON `json:"thresholds"`
+		Ranks      []rankJSON     `json:"ranks"`
+	}
+	engineJSON struct {
+		Dialect       string     `json:"dialect"`
+		ScrapedAt     *time.Time `json:"scraped_at"`
+		FailedScrapes int        `json:"failed_scrapes"`
+		Error         string     `json:"error,omitempty"`
+	}
+	requestsJSON struct {
+		InFlight   int `json:"in_flight"`
+		Queued     int `json:"queued"`
+		Limit      int `json:"limit"`
+		QueueLimit int `json:"queue_limit"`
+	}
+	thresholdsJSON struct {
+		ActiveDecodeBlocks      *float64 `json:"active_decode_blocks_threshold"`
+		ActivePrefillTokens     *uint64  `json:"active_prefill_tokens_threshold"`
+		ActivePrefillTokensFrac *float64 `json:"active_prefill_tokens_threshold_frac"`
+	}
+	rankJSON struct {
+		DPRank              int               `json:"dp_rank"`
+		Busy                bool              `json:"busy"`
+		KVTotalBlocks       *int64            `json:"kv_total_blocks"`
+		KVUsedBlocks        *int64            `json:"kv_used_blocks"`
+		ActiveDecodeBlocks  *int64            `json:"active_decode_blocks"`
+		ActivePrefillTokens *int64            `json:"active_prefill_tokens"`
+		MaxNumBatchedTokens *int64            `json:"max_num_batched_tokens"`
+		NumRequestsRunning  *int64            `json:"num_requests_running"`
+		NumRequestsWaiting  *int64            `json:"num_requests_waiting"`
+		BlockSize           *int64            `json:"block_size"`
+		Sources             map[string]Source `json:"sources"`
+	}
+)
+
+// MarshalJSON writes the wire form described above.
+func (s *Snapshot) MarshalJSON() ([]byte, error) {
+	out := snapshotJSON{
+		Seq: s.Seq, At: s.At.UTC(), Busy: s.Busy, Stale: s.Stale,
+		Engine: engineJSON{
+			Dialect: s.Engine.Dialect, FailedScrapes: s.Engine.FailedScrapes, Error: s.Engine.Error,
+		},
+		Requests:   requestsJSON(s.Requests),
+		Thresholds: thresholdsJSON(s.Thresholds),
+		Ranks:      make([]rankJSON, len(s.Ranks)),
+	}
+	if !s.Engine.ScrapedAt.IsZero() {
+		t := s.Engine.ScrapedAt.UTC()
+		out.Engine.ScrapedAt = &t
+	}
+	for i := range s.Ranks {
+		out.Ranks[i] = rankToJSON(&s.Ranks[i])
+	}
+	return json.Marshal(out)
+}
+
+func rankToJSON(r *Rank) rankJSON {
+	out := rankJSON{DPRank: r.DPRank, Busy: r.Busy, Sources: make(map[string]Source, 8)}
+	ptrs := out.values()
+	for i, nf := range r.fields() {
+		if nf.f.Known() {
+			n := nf.f.N
+			*ptrs[i] = &n
+			out.Sources[nf.name] = nf.f.Source
+		}
+	}
+	return out
+}
+
+// values lists the count fields in the order of Rank.fields.
+func (r *rankJSON) values() [8]**int64 {
+	return [8]**int64{
+		&r.KVTotalBlocks, &r.KVUsedBlocks, &r.ActiveDecodeBlocks, &r.ActivePrefillTokens,
+		&r.MaxNumBatchedTokens, &r.NumRequestsRunning, &r.NumRequestsWaiting, &r.BlockSize,
+	}
+}
+
+// UnmarshalJSON reads the wire form, for consumers such as package watch.
+// A count without a source, or with one not known to this version, is
+// taken as coming from the engine.
+func (s *Snapshot) UnmarshalJSON(b []byte) error {
+	var in snapshotJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return fmt.Errorf("load snapshot: %w", err)
+	}
+	*s = Snapshot{
+		Seq: in.Seq, At: in.At, Busy: in.Busy, Stale: in.Stale,
+		Engine:     Engine{Dialect: in.Engine.Dialect, FailedScrapes: in.Engine.FailedScrapes, Error: in.Engine.Error},
+		Requests:   Requests(in.Requests),
+		Thresholds: Thresholds(in.Thresholds),
+		Ranks:      make([]Rank, len(in.Ranks)),
+	}
+	if in.Engine.ScrapedAt != nil {
+		s.Engine.ScrapedAt = *in.Engine.ScrapedAt
+	}
+	for i := range in.Ranks {
+		s.Ranks[i] = rankFromJSON(&in.Ranks[i])
+	}
+	return nil
+}
+
+func rankFromJSON(in *rankJSON) Rank {
+	r := Rank{DPRank: in.DPRank, Busy: in.Busy}
+	ptrs := in.values()
+	for i, nf := range r.fields() {
+		p := *ptrs[i]
+		if p == nil {
+			continue
+		}
+		src := in.Sources[nf.name]
+		switch src {
+		case SourceEngine, SourceStatic, SourceSlotgate:
+		default:
+			src = SourceEngine
+		}
+		*nf.f = Field{N: *p, Source: src}
+	}
+	return r
+}

@@ -1,0 +1,77 @@
+package report
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ORCAHeader is the response header that carries an ORCA load report
+// (Open Request Cost Aggregation), which Envoy and gRPC's weighted round
+// robin read.
+const ORCAHeader = "endpoint-load-metrics"
+
+// ORCAText renders s in ORCA's TEXT form:
+//
+//	TEXT application_utilization:0.42,named_metrics.kv_cache_usage:0.42,…
+//
+// application_utilization is the KV cache usage (KVUsage), or, when no
+// rank knows its KV capacity, the share of engine slots in use; it is
+// absent when neither is known. The named metrics are kv_cache_usage
+// (when known), active_prefill_tokens, active_decode_blocks (when known),
+// in_flight, queued and busy (0 or 1).
+//
+// Pairs are separated by commas and written name:value, the separator
+// every Envoy that reads the TEXT prefix accepts (newer ones also take
+// name=value).
+func ORCAText(s *Snapshot) string {
+	var b strings.Builder
+	b.WriteString("TEXT ")
+	first := true
+	put := func(name string, v float64) {
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		b.WriteString(name)
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatFloat(v, 'g', 6, 64))
+	}
+	usage, known := s.KVUsage()
+	switch {
+	case known:
+		put("application_utilization", usage)
+	case s.Requests.Limit > 0:
+		put("application_utilization", min(float64(s.Requests.InFlight)/float64(s.Requests.Limit), 1))
+	}
+	if known {
+		put("named_metrics.kv_cache_usage", usage)
+	}
+	put("named_metrics.active_prefill_tokens", float64(s.PrefillTokens()))
+	if blocks, ok := s.decodeBlocks(); ok {
+		put("named_metrics.active_decode_blocks", float64(blocks))
+	}
+	put("named_metrics.in_flight", float64(s.Requests.InFlight))
+	put("named_metrics.queued", float64(s.Requests.Queued))
+	put("named_metrics.busy", b2f(s.Busy))
+	return b.String()
+}
+
+// decodeBlocks sums slotgate's active decode blocks over the ranks that
+// know them.
+func (s *Snapshot) decodeBlocks() (int64, bool) {
+	var n int64
+	known := false
+	for i := range s.Ranks {
+		if f := s.Ranks[i].ActiveDecodeBlocks; f.Known() {
+			n, known = n+f.N, true
+		}
+	}
+	return n, known
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,242 @@
+package report_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotgate/slotgate/load/report"
+)
+
+func sample() *report.Snapshot {
+	return &report.Snapshot{
+		Seq: 7, At: time.Date(2026, 12, 2, 21, 0, 0, 123e6, time.UTC), Busy: true,
+		Engine:     report.Engine{Dialect: "vllm", ScrapedAt: time.Date(2026, 12, 2, 20, 59, 59, 0, time.UTC)},
+		Requests:   report.Requests{InFlight: 3, Queued: 1, Limit: 8, QueueLimit: 16},
+		Thresholds: report.Thresholds{ActiveDecodeBlocks: ptr(0.85)},
+		Ranks: []report.Rank{
+			{DPRank: 0, Busy: true, KVTotalBlocks: f(1000, report.SourceEngine), KVUsedBlocks: f(900, report.SourceEngine),
+				ActiveDecodeBlocks: f(880, report.SourceSlotgate), ActivePrefillTokens: f(40, report.SourceSlotgate),
+				MaxNumBatchedTokens: f(8192, report.SourceStatic)},
+			{DPRank: 1, Busy: true, KVTotalBlocks: f(1000, report.SourceEngine), ActivePrefillTokens: f(2, report.SourceSlotgate)},
+		},
+	}
+}
+
+// TestJSONShape pins the wire form: plain numbers, null for unknown, and
+// the sources of the known ones.
+func TestJSONShape(t *testing.T) {
+	b, err := json.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	rank0 := m["ranks"].([]any)[0].(map[string]any)
+	rank1 := m["ranks"].([]any)[1].(map[string]any)
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"seq", m["seq"], 7.0},
+		{"at", m["at"], "2026-12-02T21:00:00.123Z"},
+		{"busy", m["busy"], true},
+		{"engine.scraped_at", m["engine"].(map[string]any)["scraped_at"], "2026-12-02T20:59:59Z"},
+		{"requests.in_flight", m["requests"].(map[string]any)["in_flight"], 3.0},
+		{"thresholds decode", m["thresholds"].(map[string]any)["active_decode_blocks_threshold"], 0.85},
+		{"thresholds tokens", m["thresholds"].(map[string]any)["active_prefill_tokens_threshold"], nil},
+		{"rank0 kv_used_blocks", rank0["kv_used_blocks"], 900.0},
+		{"rank0 source", rank0["sources"].(map[string]any)["max_num_batched_tokens"], "static"},
+		{"rank1 kv_used_blocks", rank1["kv_used_blocks"], nil},
+		{"rank1 sources", len(rank1["sources"].(map[string]any)), 2},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	if _, ok := rank1["kv_used_blocks"]; !ok {
+		t.Error("an unknown count must be present as null, not absent")
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	in := sample()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out report.Snapshot
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !out.SameLoad(in) || out.Seq != in.Seq || !out.At.Equal(in.At) || !out.Engine.ScrapedAt.Equal(in.Engine.ScrapedAt) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", out, *in)
+	}
+}
+
+func TestUnmarshalRejectsGarbage(t *testing.T) {
+	var s report.Snapshot
+	for _, in := range []string{`[]`, `{"seq":"x"}`, `{"ranks":[{"kv_total_blocks":"many"}]}`} {
+		if err := json.Unmarshal([]byte(in), &s); err == nil {
+			t.Errorf("Unmarshal(%s) succeeded", in)
+		}
+	}
+}
+
+// parseORCA reads an endpoint-load-metrics header the way Envoy's ORCA
+// parser does: the TEXT prefix, comma-separated name:value or name=value
+// pairs, the standard names or named_metrics.*, no duplicates, finite
+// numbers.
+func parseORCA(h string) (map[string]float64, error) {
+	rest, ok := strings.CutPrefix(h, "TEXT ")
+	if !ok {
+		return nil, fmt.Errorf("unsupported ORCA header format: %.5s", h)
+	}
+	std := map[string]bool{"cpu_utilization": true, "mem_utilization": true, "application_utilization": true,
+		"eps": true, "rps_fractional": true}
+	out := map[string]float64{}
+	for _, pair := range strings.Split(rest, ",") {
+		pair = strings.TrimSpace(pair)
+		name, val, ok := strings.Cut(pair, ":")
+		if !ok {
+			name, val, ok = strings.Cut(pair, "=")
+		}
+		if !ok || name == "" || val == "" {
+			return nil, fmt.Errorf("malformed pair %q", pair)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("duplicate metric %s", name)
+		}
+		if !std[name] && (!strings.HasPrefix(name, "named_metrics.") || name == "named_metrics.") {
+			return nil, fmt.Errorf("unsupported metric name: %s", name)
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("bad value %q for %s", val, name)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func TestORCAParsesAsEnvoyWould(t *testing.T) {
+	got, err := parseORCA(report.ORCAText(sample()))
+	if err != nil {
+		t.Fatalf("Envoy would refuse %q: %v", report.ORCAText(sample()), err)
+	}
+	want := map[string]float64{
+		"application_utilization":             0.9, // rank 1 knows neither used nor decode blocks: left out
+		"named_metrics.kv_cache_usage":        0.9,
+		"named_metrics.active_prefill_tokens": 42,
+		"named_metrics.active_decode_blocks":  880,
+		"named_metrics.in_flight":             3,
+		"named_metrics.queued":                1,
+		"named_metrics.busy":                  1,
+	}
+	if len(got) != len(want) {
+		t.Errorf("metrics = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if math.Abs(got[k]-v) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+// TestORCAUtilizationFallsBackToSlots: with no KV capacity known, the
+// utilization is the share of slots in use; with no limit either, none.
+func TestORCAUtilizationFallsBackToSlots(t *testing.T) {
+	s := &report.Snapshot{Requests: report.Requests{InFlight: 2, Limit: 8}, Ranks: []report.Rank{{DPRank: 0}}}
+	got, err := parseORCA(report.ORCAText(s))
+	if err != nil || got["application_utilization"] != 0.25 || len(got) != 5 {
+		t.Errorf("slots fallback: %v, %v", got, err)
+	}
+	s.Requests.Limit = 0
+	got, err = parseORCA(report.ORCAText(s))
+	if _, ok := got["application_utilization"]; err != nil || ok {
+		t.Errorf("unlimited: %v, %v; want no utilization", got, err)
+	}
+}
+
+func TestParseORCARefusesWhatEnvoyRefuses(t *testing.T) {
+	for _, h := range []string{"JSON {}", "TEXT named_metrics.a:1,named_metrics.a:2", "TEXT foo:1",
+		"TEXT cpu_utilization:NaN", "TEXT named_metrics.:1", "TEXT cpu_utilization"} {
+		if _, err := parseORCA(h); err == nil {
+			t.Errorf("parseORCA(%q) accepted it", h)
+		}
+	}
+}
+
+// TestHTTPEndpoints: GET /v1/load answers the latest snapshot; the
+// stream sends it at once as an SSE event named load with its Seq as id.
+func TestHTTPEndpoints(t *testing.T) {
+	src := &source{}
+	src.inFlight.Store(5)
+	hub := newHub(t, src, nil)
+	srv := httptest.NewServer(report.NewHandler(hub))
+	t.Cleanup(srv.Close)
+
+	resp, err := http.Get(srv.URL + report.PathLoad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s report.Snapshot
+	err = json.NewDecoder(resp.Body).Decode(&s)
+	resp.Body.Close()
+	if err != nil || resp.Header.Get("Content-Type") != "application/json" || s.Seq != 1 || s.Requests.InFlight != 5 {
+		t.Fatalf("GET %s: %v, %q, %+v", report.PathLoad, err, resp.Header.Get("Content-Type"), s)
+	}
+
+	resp, err = http.Get(srv.URL + report.PathStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("stream Content-Type = %q", ct)
+	}
+	ev, err := readEvent(bufio.NewReader(resp.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev["event"] != "load" || ev["id"] != "1" {
+		t.Errorf("event = %v, want event load, id 1", ev)
+	}
+	if err := json.Unmarshal([]byte(ev["data"]), &s); err != nil || s.Requests.InFlight != 5 {
+		t.Errorf("event data: %v, %+v", err, s)
+	}
+}
+
+// readEvent reads one SSE event's fields.
+func readEvent(r *bufio.Reader) (map[string]string, error) {
+	ev := map[string]string{}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		line = strings.TrimRight(line, "\n")
+		if line == "" {
+			if len(ev) == 0 {
+				continue
+			}
+			return ev, nil
+		}
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			return nil, errors.New("malformed line " + line)
+		}
+		ev[k] = v
+	}
+}
