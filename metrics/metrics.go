@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load/report"
 )
 
 // Options configure the metrics.
@@ -19,6 +20,8 @@ type Options struct {
 	// Outcomes are the label values of slotgate_requests_total, created at
 	// zero. Required.
 	Outcomes []string
+	// Load returns the latest load snapshot; nil exposes no load metrics.
+	Load func() *report.Snapshot
 	// Version and Revision label slotgate_build_info.
 	Version, Revision string
 }
@@ -62,6 +65,9 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		buildInfo(opts.Version, opts.Revision),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+	if opts.Load != nil {
+		cs = append(cs, newLoadCollector(opts.Load))
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
