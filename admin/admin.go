@@ -15,6 +15,9 @@ type Options struct {
 	// Drain starts draining; it must return at once and be safe to call
 	// more than once. Required.
 	Drain func()
+	// Routes are further handlers by http.ServeMux pattern, such as
+	// "GET /v1/load"; they must not repeat the ones above.
+	Routes map[string]http.Handler
 }
 
 // NewHandler returns the admin port's handler.
@@ -23,6 +26,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 		return nil, errors.New("admin: metrics, ready and drain are required")
 	}
 	mux := http.NewServeMux()
+	for pattern, h := range opts.Routes {
+		mux.Handle(pattern, h)
+	}
 	mux.Handle("GET /metrics", opts.Metrics)
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")

@@ -87,7 +87,8 @@ func start(t *testing.T, engineURL string, env map[string]string, args ...string
 // launch starts the process without waiting for it to listen.
 func launch(t *testing.T, engineURL string, env map[string]string, args ...string) *sidecar {
 	t.Helper()
-	base := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "debug"}
+	base := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-grpc-listen", "127.0.0.1:0",
+		"--log-level", "debug"}
 	if engineURL != "" {
 		base = append(base, "--engine-url", engineURL)
 	}

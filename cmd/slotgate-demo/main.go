@@ -32,6 +32,7 @@ type options struct {
 	serve       bool
 	proxyListen string
 	adminListen string
+	grpcListen  string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -48,6 +49,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.summaryJSON, "summary-json", "", "also write the summary as JSON to this file")
 	fs.StringVar(&o.proxyListen, "listen", "127.0.0.1:0", "slotgate's proxy address (port 0: any free port)")
 	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:0", "slotgate's admin address (port 0: any free port)")
+	fs.StringVar(&o.grpcListen, "admin-grpc-listen", "127.0.0.1:0", "slotgate's gRPC admin address (port 0: any free port)")
 	fs.BoolVar(&o.serve, "serve", false, "start enginesim and slotgate, print curl examples and serve until Ctrl-C, without a burst")
 	if err := fs.Parse(args); err != nil {
 		return o, err

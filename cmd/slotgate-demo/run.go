@@ -40,7 +40,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	engineURL := fmt.Sprintf("http://%v", eng["addr"])
-	sg, err := start("slotgate", "--listen", o.proxyListen, "--admin-listen", o.adminListen,
+	sg, err := start("slotgate", "--listen", o.proxyListen, "--admin-listen", o.adminListen, "--admin-grpc-listen", o.grpcListen,
 		"--engine-url", engineURL, "--engine-request-limit", strconv.Itoa(o.slots),
 		"--request-queue-limit", strconv.Itoa(o.queue), "--drain-delay", "0s")
 	if err != nil {

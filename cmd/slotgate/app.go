@@ -27,6 +27,7 @@ type app struct {
 	proxy  *proxy.Proxy
 	prober *health.Prober
 	drain  *drainer
+	load   *loadParts
 
 	proxyServer, adminServer *http.Server
 }
@@ -39,14 +40,18 @@ func newApp(cfg config.Config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
+	lp, err := newLoadParts(cfg, lim, log)
+	if err != nil {
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
-		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Version: version, Revision: commit,
+		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Load: lp.hub.Latest, Version: version, Revision: commit,
 	})
 	if err != nil {
 		return nil, err
 	}
-	p, err := proxy.New(proxy.Options{
+	popts := proxy.Options{
 		Engine:              cfg.EngineURL,
 		Limiter:             lim,
 		OverloadStatus:      cfg.OverloadStatus,
@@ -56,7 +61,16 @@ func newApp(cfg config.Config, log *zap.Logger) (*app, error) {
 		Observer:            m,
 		AccessLog:           log.Named("access"),
 		Logger:              log.Named("proxy"),
-	})
+		Flights:             lp.flights,
+		Changed:             lp.notify,
+	}
+	if cfg.ORCAHeader {
+		popts.LoadHeaders = lp.orcaHeader
+	}
+	if cfg.RejectWhenBusy {
+		popts.Busy = lp.busy.Load
+	}
+	p, err := proxy.New(popts)
 	if err != nil {
 		return nil, err
 	}
@@ -66,10 +80,10 @@ func newApp(cfg config.Config, log *zap.Logger) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, lim: lim, proxy: p, prober: prober}
+	a := &app{cfg: cfg, log: log, lim: lim, proxy: p, prober: prober, load: lp}
 	a.drain = newDrainer(log.Named("drain"))
 	adminHandler, err := admin.NewHandler(admin.Options{
-		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start,
+		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start, Routes: lp.routes(cfg, log),
 	})
 	if err != nil {
 		return nil, err

@@ -40,6 +40,7 @@ func (a *app) run(signals <-chan os.Signal) int {
 	wg.Go(func() { serveErr <- serve(a.proxyServer, proxyLn) })
 	wg.Go(func() { serveErr <- serve(a.adminServer, adminLn) })
 	wg.Go(func() { _ = a.prober.Run(ctx) })
+	wg.Go(func() { a.load.run(ctx) })
 	code, now := a.await(signals, serveErr)
 	if now {
 		return code

@@ -32,5 +32,22 @@ func logConfig(log *zap.Logger, c config.Config) {
 		zap.Duration("shutdown_timeout", c.ShutdownTimeout), zap.Duration("drain_delay", c.DrainDelay),
 		zap.String("log_level", c.LogLevel), zap.String("log_format", c.LogFormat),
 		zap.Bool("capped", c.EngineRequestLimit > 0),
+		zap.Duration("engine_metrics_interval", c.EngineMetricsInterval),
+		zap.String("engine_metrics_dialect", c.EngineMetricsDialect),
+		zap.Int64("kv_total_blocks", c.KVTotalBlocks), zap.Int64("block_size", c.BlockSize),
+		zap.Int64("max_num_batched_tokens", c.MaxNumBatchedTokens), zap.Int("data_parallel_size", c.DataParallelSize),
+		optional("active_decode_blocks_threshold", c.DecodeThreshold), src("active-decode-blocks-threshold"),
+		optional("active_prefill_tokens_threshold", c.PrefillThreshold), src("active-prefill-tokens-threshold"),
+		optional("active_prefill_tokens_threshold_frac", c.PrefillThresholdFrac), src("active-prefill-tokens-threshold-frac"),
+		zap.Bool("reject_when_busy", c.RejectWhenBusy), zap.Bool("orca_header", c.ORCAHeader),
+		zap.String("admin_grpc_listen", c.AdminGRPCListen), zap.String("model_name", c.ModelName),
 	)
+}
+
+// optional logs a threshold, or null when it is off.
+func optional[T any](key string, v *T) zap.Field {
+	if v == nil {
+		return zap.Reflect(key, nil)
+	}
+	return zap.Any(key, *v)
 }

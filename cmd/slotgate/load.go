@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/slotgate/slotgate/config"
+	"github.com/slotgate/slotgate/internal/logging"
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load"
+	"github.com/slotgate/slotgate/load/busy"
+	"github.com/slotgate/slotgate/load/inflight"
+	"github.com/slotgate/slotgate/load/report"
+)
+
+// loadParts know and publish the worker's load: the engine scraper,
+// slotgate's own count of its flights, the busy thresholds, and the hub
+// that merges them into snapshots.
+type loadParts struct {
+	scraper    *load.Scraper
+	flights    *inflight.Tracker
+	thresholds *busy.Store
+	hub        *report.Hub
+
+	// Derived from each published snapshot for the request path, where
+	// reading them must cost next to nothing.
+	busy atomic.Bool
+	orca atomic.Pointer[string]
+}
+
+func newLoadParts(cfg config.Config, lim *limiter.Limiter, log *zap.Logger) (*loadParts, error) {
+	lp := &loadParts{}
+	scraper, err := load.NewScraper(load.Options{
+		EngineURL: cfg.EngineURL,
+		Dialect:   load.Dialect(cfg.EngineMetricsDialect),
+		Interval:  cfg.EngineMetricsInterval,
+		Overrides: load.Overrides{
+			KVTotalBlocks: cfg.KVTotalBlocks, BlockSize: cfg.BlockSize,
+			MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, DataParallelSize: cfg.DataParallelSize,
+		},
+		OnUpdate: lp.notify,
+		Logger:   logging.Slog(log.Named("load")),
+	})
+	if err != nil {
+		return nil, err
+	}
+	thresholds, err := busy.NewStore(busy.Thresholds{
+		ActiveDecodeBlocks: cfg.DecodeThreshold, ActivePrefillTokens: cfg.PrefillThreshold,
+		ActivePrefillTokensFrac: cfg.PrefillThresholdFrac,
+	})
+	if err != nil {
+		return nil, err
+	}
+	lp.scraper, lp.thresholds, lp.flights = scraper, thresholds, inflight.New(lp.notify)
+	sources := report.Sources{
+		Engine: scraper.Load, Flights: lp.flights, Requests: requestsOf(lim),
+		Thresholds: thresholds.Load, Evaluator: busy.NewEvaluator(),
+	}
+	lp.hub, err = report.NewHub(report.HubOptions{Compute: sources.Compute, OnPublish: lp.published})
+	if err != nil {
+		return nil, err
+	}
+	lp.published(lp.hub.Latest())
+	return lp, nil
+}
+
+// notify tells the hub that something may have changed. The hub does not
+// exist yet while the parts are built; nothing is lost, since it computes
+// its first snapshot when created.
+func (lp *loadParts) notify() {
+	if lp.hub != nil {
+		lp.hub.Notify()
+	}
+}
+
+// published keeps what the request path reads of each snapshot.
+func (lp *loadParts) published(s *report.Snapshot) {
+	lp.busy.Store(s.Busy)
+	orca := report.ORCAText(s)
+	lp.orca.Store(&orca)
+}
+
+// orcaHeader adds the latest ORCA report to a proxied response.
+func (lp *loadParts) orcaHeader(h http.Header) {
+	h[report.ORCAHeader] = []string{*lp.orca.Load()}
+}
+
+// requestsOf reads slotgate's admission state for the snapshot.
+func requestsOf(lim *limiter.Limiter) func() report.Requests {
+	return func() report.Requests {
+		s := lim.Stats()
+		return report.Requests{InFlight: s.Holding, Queued: s.Waiting, Limit: s.Slots, QueueLimit: s.QueueLen}
+	}
+}
+
+// run scrapes, publishes and follows threshold changes until ctx ends.
+// It returns when all three loops have.
+func (lp *loadParts) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = lp.scraper.Run(ctx) })
+	wg.Go(func() { _ = lp.hub.Run(ctx) })
+	wg.Go(func() { lp.followThresholds(ctx) })
+	wg.Wait()
+}
+
+// followThresholds makes the hub re-evaluate after every threshold change.
+func (lp *loadParts) followThresholds(ctx context.Context) {
+	for {
+		changed := lp.thresholds.Changed()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			lp.hub.Notify()
+		}
+	}
+}
+
+// routes are the load endpoints of the admin port.
+func (lp *loadParts) routes(cfg config.Config, log *zap.Logger) map[string]http.Handler {
+	loads := report.NewHandler(lp.hub)
+	sugar := log.Named("busy").Sugar()
+	thresholds := busy.NewHandler(lp.thresholds, cfg.ModelName, sugar.Infow)
+	return map[string]http.Handler{
+		"GET " + report.PathLoad:   loads,
+		"GET " + report.PathStream: loads,
+		busy.Path:                  thresholds,
+	}
+}
