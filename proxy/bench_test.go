@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/proxy"
 )
 
@@ -33,11 +34,15 @@ func benchEngine(b *testing.B) *url.URL {
 }
 
 // benchProxy serves a Proxy in front of engine through lim.
-func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter) *url.URL {
+func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter, extra ...func(*proxy.Options)) *url.URL {
 	b.Helper()
 	transport := proxy.NewTransport(1024)
 	b.Cleanup(transport.CloseIdleConnections)
-	p, err := proxy.New(proxy.Options{Engine: engine, Limiter: lim, Transport: transport})
+	opts := proxy.Options{Engine: engine, Limiter: lim, Transport: transport}
+	for _, f := range extra {
+		f(&opts)
+	}
+	p, err := proxy.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,6 +117,22 @@ func BenchmarkProxy(b *testing.B) {
 		b.Fatal(err)
 	}
 	runClient(b, benchProxy(b, benchEngine(b), lim), http.StatusOK)
+}
+
+// BenchmarkProxyTracked is BenchmarkProxy as cmd/slotgate runs it: each
+// request's tokens counted for the load report (load/inflight), a Changed
+// hook, and an ORCA header on every answer.
+func BenchmarkProxyTracked(b *testing.B) {
+	lim, err := limiter.New(limiter.Options{Slots: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	orca := []string{"TEXT application_utilization:0.5,named_metrics.queued:0"}
+	runClient(b, benchProxy(b, benchEngine(b), lim, func(o *proxy.Options) {
+		o.Flights = inflight.New(func() {})
+		o.Changed = func() {}
+		o.LoadHeaders = func(h http.Header) { h["Endpoint-Load-Metrics"] = orca }
+	}), http.StatusOK)
 }
 
 // BenchmarkReject measures the overload answer: every slot is held and
