@@ -149,6 +149,9 @@ Try it (Ctrl-C stops everything):
        -d '{"model":"sim-model","messages":[{"role":"user","content":"Hi"}],"max_tokens":32,"stream":true}'
   curl -s %[2]s/metrics | grep -E '^(dynamo|slotgate)_'
   curl -s %[2]s/readyz
+  curl -s %[2]s/v1/load          # the worker's load: KV blocks, prefill, busy
+  curl -sN %[2]s/v1/load/stream  # the same, on every change and every second
+  curl -s %[2]s/busy_threshold
 `, proxyURL, adminURL)
 	<-ctx.Done()
 	return nil
