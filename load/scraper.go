@@ -96,10 +96,9 @@ func NewScraper(opts Options) (*Scraper, error) {
 	if s.dialect != DialectAuto {
 		s.active = s.dialect
 	}
-	dp := opts.Overrides.DataParallelSize
-	if s.dialect == DialectNone {
-		dp = max(dp, 1)
-	}
+	// Until the engine reports its ranks (with DialectNone, for good) there
+	// is at least rank 0, carrying the static values.
+	dp := max(opts.Overrides.DataParallelSize, 1)
 	s.snap.Store(&EngineLoad{Dialect: s.active, Ranks: s.overrides.apply(nil, dp)})
 	return s, nil
 }

@@ -252,3 +252,18 @@ func TestOnUpdateAfterEveryScrape(t *testing.T) {
 		}
 	})
 }
+
+// TestStaticValuesBeforeTheFirstScrape: until the engine reports its
+// ranks, whatever the dialect, rank 0 carries the static values, so a
+// silent engine still leaves slotgate a block size and a capacity.
+func TestStaticValuesBeforeTheFirstScrape(t *testing.T) {
+	for _, d := range load.Dialects() {
+		s := newScraper(t, d, &script{}, load.Overrides{BlockSize: 16, KVTotalBlocks: 100}, nil)
+		got := s.Load()
+		if len(got.Ranks) != 1 || got.Ranks[0].DPRank != 0 ||
+			got.Ranks[0].BlockSize != (load.Value{N: 16, Source: load.SourceStatic}) ||
+			got.Ranks[0].KVTotalBlocks != (load.Value{N: 100, Source: load.SourceStatic}) {
+			t.Errorf("%s: ranks before any scrape = %+v, want rank 0 with the static values", d, got.Ranks)
+		}
+	}
+}
