@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -189,4 +190,70 @@ func checkBusyEvents(t *testing.T, evs []loadEvent) {
 	if evs[len(evs)-1].Busy {
 		t.Error("still busy after the burst")
 	}
+}
+
+// TestOwnLoadWhenEngineSilent: an engine without load metrics makes the
+// snapshot stale, while slotgate's own counts of its requests keep
+// flowing (prefill and decode blocks from the static block size), reach
+// the busy rule, the ORCA header and the per-rank gauges; and a threshold
+// set through /busy_threshold takes effect at once.
+func TestOwnLoadWhenEngineSilent(t *testing.T) {
+	e := newEngine(t)
+	s := start(t, e.url(), nil, "--engine-request-limit", "4", "--engine-metrics-interval", "20ms",
+		"--block-size", "16", "--kv-total-blocks", "100", "--orca-header", "--reject-when-busy")
+	var snap loadEvent
+	eventually(t, "the engine's metrics stale", func() bool {
+		_, body := get(t, s.admin+"/v1/load")
+		return json.Unmarshal([]byte(body), &snap) == nil && snap.Stale
+	})
+	e.hold()
+	prompt := `{"model":"m","prompt":"` + strings.Repeat("abcd", 400) + `"}` // 1600 bytes: 400 tokens, 25 blocks
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	done := make(chan result, 2)
+	for i := range 2 {
+		go func() { done <- post(ctx, http.DefaultClient, s.proxy, fmt.Sprintf("held-%d", i), prompt) }()
+	}
+	e.waitInFlight(t, 2)
+	eventually(t, "slotgate's own load of two held requests", func() bool {
+		return s.metric("slotgate_worker_active_prefill_tokens", "dp_rank", "0") == 800 &&
+			s.metric("slotgate_worker_active_decode_blocks", "dp_rank", "0") == 50
+	})
+	if s.metric("slotgate_worker_kv_used_blocks", "dp_rank", "0") != -1 {
+		t.Error("kv_used_blocks has a series though the engine never said it")
+	}
+	// 50 of 100 blocks: busy above 0.4, refused with reason busy.
+	status, body := postJSON(t, s.admin+"/busy_threshold", `{"model":"m","active_decode_blocks_threshold":0.4}`)
+	if status != http.StatusOK || !strings.Contains(body, `"active_decode_blocks_threshold":0.4`) {
+		t.Fatalf("POST /busy_threshold: %d %s", status, body)
+	}
+	eventually(t, "busy", func() bool { return s.metric("slotgate_worker_busy", "dp_rank", "0") == 1 })
+	r := post(ctx, http.DefaultClient, s.proxy, "refused", prompt)
+	if r.status != 529 || r.header.Get("X-Slotgate-Reason") != "busy" {
+		t.Errorf("while busy: %d %q %s", r.status, r.header.Get("X-Slotgate-Reason"), r.body)
+	}
+	e.release()
+	for range 2 {
+		if r := <-done; r.status != http.StatusOK {
+			t.Fatalf("held request: %d %v %s", r.status, r.err, r.body)
+		}
+	}
+	eventually(t, "free again", func() bool { return s.metric("slotgate_worker_busy", "dp_rank", "0") == 0 })
+	r = post(ctx, http.DefaultClient, s.proxy, "after", prompt)
+	orca := r.header.Get("Endpoint-Load-Metrics")
+	if r.status != http.StatusOK || !strings.HasPrefix(orca, "TEXT ") || !strings.Contains(orca, "named_metrics.busy:0") {
+		t.Errorf("after: %d, ORCA header %q", r.status, orca)
+	}
+}
+
+// postJSON posts body to url and returns status and answer.
+func postJSON(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
