@@ -47,6 +47,14 @@ var (
 		"github.com/prometheus/client_model", "google.golang.org/protobuf",
 		"github.com/munnerz/goautoneg", "github.com/pandatix/go-abnf",
 	}
+
+	// grpcAllow is what generated gRPC code may depend on: grpc, protobuf,
+	// and what grpc itself imports (x/net for HTTP/2, x/sys, x/text, and
+	// genproto's google.rpc.Status).
+	grpcAllow = []string{
+		"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto/googleapis/rpc",
+		"golang.org/x/net", "golang.org/x/sys", "golang.org/x/text",
+	}
 )
 
 var rules = []rule{
@@ -74,13 +82,24 @@ var rules = []rule{
 	// slotgate's own count of its flights and the busy rule: plain logic.
 	{pkg: "load/inflight", stdlibOnly: true},
 	{pkg: "load/busy", stdlibOnly: true},
-	// report merges the load packages; it knows nothing of HTTP proxying,
-	// metrics or configuration.
-	{pkg: "load/report", stdlibOnly: true, allow: append([]string{
-		module + "/load", module + "/load/busy", module + "/load/inflight",
+	// report is the wire form that frontends import: nothing but the
+	// standard library, so a router embedding load/watch pulls in no
+	// scraper and no Prometheus.
+	{pkg: "load/report", stdlibOnly: true},
+	{pkg: "load/watch", stdlibOnly: true, allow: []string{module + "/load/report"}},
+	// merge computes the snapshot from the load packages; it knows nothing
+	// of HTTP proxying, metrics or configuration.
+	{pkg: "load/merge", stdlibOnly: true, allow: append([]string{
+		module + "/load", module + "/load/busy", module + "/load/inflight", module + "/load/report",
 	}, loadAllow...)},
 	// The simulated engine stands for a real one: it knows nothing of slotgate.
 	{pkg: "sim", forbid: []string{pkgProxy, pkgLimiter, pkgConfig, pkgMetrics, pkgAdmin, pkgHealth, pkgCmd}},
+	// Generated code: grpc and protobuf only, never slotgate's own packages
+	// (style.md §3).
+	{pkg: "protos/slotgate/load/v1", stdlibOnly: true, allow: grpcAllow},
+	// The load service serves load/report's snapshots with the generated
+	// code; the wiring is cmd's.
+	{pkg: "load/loadgrpc", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgAdmin, pkgCmd}},
 }
 
 func TestImportRules(t *testing.T) {
@@ -203,6 +222,20 @@ func TestRuleCheck(t *testing.T) {
 		{"health", "go.uber.org/zap", true},
 		{"health", pkgProxy, false},
 		{"health", module + "/configx", true},
+		{"protos/slotgate/load/v1", "google.golang.org/grpc/codes", true},
+		{"protos/slotgate/load/v1", "google.golang.org/protobuf/types/known/timestamppb", true},
+		{"protos/slotgate/load/v1", "golang.org/x/net/http2", true},
+		{"protos/slotgate/load/v1", module + "/load/report", false},
+		{"protos/slotgate/load/v1", "go.uber.org/zap", false},
+		{"protos/slotgate/load/v1", "google.golang.org/grpcx", false},
+		{"load/loadgrpc", module + "/load/report", true},
+		{"load/loadgrpc", module + "/protos/slotgate/load/v1", true},
+		{"load/loadgrpc", "google.golang.org/grpc/health", true},
+		{"load/loadgrpc", pkgProxy, false},
+		{"load/loadgrpc", pkgConfig, false},
+		{"load/loadgrpc", pkgMetrics, false},
+		{"load/loadgrpc", pkgAdmin, false},
+		{"load/loadgrpc", pkgMain, false},
 	}
 	for _, tt := range tests {
 		r, ok := byPkg[tt.pkg]

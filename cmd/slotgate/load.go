@@ -14,6 +14,7 @@ import (
 	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
+	"github.com/slotgate/slotgate/load/merge"
 	"github.com/slotgate/slotgate/load/report"
 )
 
@@ -56,7 +57,7 @@ func newLoadParts(cfg config.Config, lim *limiter.Limiter, log *zap.Logger) (*lo
 		return nil, err
 	}
 	lp.scraper, lp.thresholds, lp.flights = scraper, thresholds, inflight.New(lp.notify)
-	sources := report.Sources{
+	sources := merge.Sources{
 		Engine: scraper.Load, Flights: lp.flights, Requests: requestsOf(lim),
 		Thresholds: thresholds.Load, Evaluator: busy.NewEvaluator(),
 	}

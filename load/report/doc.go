@@ -1,12 +1,13 @@
-// Package report merges what slotgate knows about its worker's load into
-// one Snapshot and publishes it: the engine's scraped values (package
-// load), slotgate's own view of the requests in flight (package
-// load/inflight), the limiter's state, and the busy verdict under the
-// thresholds in force (package load/busy).
+// Package report is the worker's load as slotgate publishes it: the
+// Snapshot type, one numbered view of the engine's KV cache and prefill
+// load per data-parallel rank, slotgate's admission state and the busy
+// verdict, and the Hub that publishes snapshots to any number of
+// watchers. The JSON form, the Server-Sent Events stream and the ORCA
+// header are rendered here; the gRPC service is package load/loadgrpc,
+// and the snapshot is computed by package load/merge.
 //
-// A Hub computes snapshots and hands them to any number of watchers; the
-// JSON form, the Server-Sent Events stream and the ORCA header are
-// rendered here, the gRPC service elsewhere (package load/loadgrpc).
+// Frontends import this package to read snapshots (see load/watch), so
+// it depends on the standard library only.
 //
 // Invariants, each checked by the tests:
 //

@@ -36,7 +36,12 @@ type Hub struct {
 	state   atomic.Pointer[published]
 	notify  chan struct{}
 	running atomic.Bool
+	stopped chan struct{} // closed when Run returns
 }
+
+// ErrStopped is returned by Watch once Run has returned: no snapshot will
+// follow, and a stream should end rather than fall silent.
+var ErrStopped = errors.New("report: hub stopped")
 
 // published is one snapshot and the channel closed when the next one is
 // published: a broadcast that never blocks the publisher, whatever the
@@ -61,7 +66,7 @@ func NewHub(opts HubOptions) (*Hub, error) {
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = Heartbeat
 	}
-	h := &Hub{opts: opts, notify: make(chan struct{}, 1)}
+	h := &Hub{opts: opts, notify: make(chan struct{}, 1), stopped: make(chan struct{})}
 	first := opts.Compute()
 	first.Seq, first.At = 1, time.Now()
 	h.state.Store(&published{snap: &first, next: make(chan struct{})})
@@ -83,7 +88,7 @@ func (h *Hub) Latest() *Snapshot { return h.state.Load().snap }
 
 // Watch calls f with the latest snapshot and then with each newer one
 // until ctx ends or f returns an error, which Watch returns (ctx.Err()
-// when ctx ended). A slow f skips snapshots rather than slowing the Hub:
+// when ctx ended, ErrStopped once Run has returned). A slow f skips snapshots rather than slowing the Hub:
 // it always gets the latest, and Seq tells how many it missed.
 func (h *Hub) Watch(ctx context.Context, f func(*Snapshot) error) error {
 	cur := h.state.Load()
@@ -94,6 +99,8 @@ func (h *Hub) Watch(ctx context.Context, f func(*Snapshot) error) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-h.stopped:
+			return ErrStopped
 		case <-cur.next:
 			cur = h.state.Load()
 		}
@@ -107,6 +114,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("report: Hub.Run called twice")
 	}
+	defer close(h.stopped)
 	heartbeat := time.NewTimer(h.opts.Heartbeat)
 	defer heartbeat.Stop()
 	for {

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,4 +194,23 @@ func TestNewHubValidates(t *testing.T) {
 			t.Errorf("%s: NewHub succeeded", name)
 		}
 	}
+}
+
+// TestWatchEndsWhenRunReturns: a watcher is told the hub stopped rather
+// than left waiting for snapshots that will never come.
+func TestWatchEndsWhenRunReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := newHub(t, &source{}, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = hub.Run(ctx) })
+		got := make(chan error, 1)
+		wg.Go(func() { got <- hub.Watch(t.Context(), func(*report.Snapshot) error { return nil }) })
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		if err := <-got; !errors.Is(err, report.ErrStopped) {
+			t.Errorf("Watch = %v, want ErrStopped", err)
+		}
+	})
 }

@@ -240,3 +240,7 @@ func readEvent(r *bufio.Reader) (map[string]string, error) {
 		ev[k] = v
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
+
+func f(n int64, src report.Source) report.Field { return report.Field{N: n, Source: src} }

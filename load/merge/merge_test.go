@@ -1,4 +1,4 @@
-package report_test
+package merge_test
 
 import (
 	"testing"
@@ -7,17 +7,20 @@ import (
 	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
+	"github.com/slotgate/slotgate/load/merge"
 	"github.com/slotgate/slotgate/load/report"
 )
 
 func eng(n int64) load.Value    { return load.Value{N: n, Source: load.SourceEngine} }
 func static(n int64) load.Value { return load.Value{N: n, Source: load.SourceStatic} }
 
+func ptr[T any](v T) *T { return &v }
+
 func f(n int64, src report.Source) report.Field { return report.Field{N: n, Source: src} }
 
 // sources builds Sources over a fixed engine load and thresholds.
-func sources(el load.EngineLoad, fl *inflight.Tracker, th busy.Thresholds) report.Sources {
-	return report.Sources{
+func sources(el load.EngineLoad, fl *inflight.Tracker, th busy.Thresholds) merge.Sources {
+	return merge.Sources{
 		Engine:     func() load.EngineLoad { return el },
 		Flights:    fl,
 		Requests:   func() report.Requests { return report.Requests{InFlight: 2, Queued: 1, Limit: 4, QueueLimit: 16} },
@@ -25,8 +28,6 @@ func sources(el load.EngineLoad, fl *inflight.Tracker, th busy.Thresholds) repor
 		Evaluator:  busy.NewEvaluator(),
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestMergeSources: each field comes from where the rules say, and says so.
 func TestMergeSources(t *testing.T) {

@@ -1,9 +1,10 @@
-package report
+package merge
 
 import (
 	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
+	"github.com/slotgate/slotgate/load/report"
 )
 
 // Sources are what a Snapshot is computed from. Compute is meant for
@@ -15,7 +16,7 @@ type Sources struct {
 	// Flights is slotgate's view of its requests in flight. Required.
 	Flights *inflight.Tracker
 	// Requests returns the limiter's state. Required.
-	Requests func() Requests
+	Requests func() report.Requests
 	// Thresholds returns the busy thresholds in force. Required.
 	Thresholds func() busy.Thresholds
 	// Evaluator applies the busy rule. Required.
@@ -23,16 +24,16 @@ type Sources struct {
 }
 
 // Compute merges the sources into a Snapshot (Seq and At unset).
-func (s Sources) Compute() Snapshot {
+func (s Sources) Compute() report.Snapshot {
 	eng := s.Engine()
 	th := s.Thresholds()
-	snap := Snapshot{
+	snap := report.Snapshot{
 		Stale: eng.Stale,
-		Engine: Engine{
+		Engine: report.Engine{
 			Dialect: string(eng.Dialect), ScrapedAt: eng.At, FailedScrapes: eng.FailedScrapes, Error: eng.Err,
 		},
 		Requests:   s.Requests(),
-		Thresholds: Thresholds(th),
+		Thresholds: report.Thresholds(th),
 	}
 	snap.Ranks = mergeRanks(eng, s.Flights)
 	inputs := make([]busy.RankInput, len(snap.Ranks))
@@ -50,7 +51,7 @@ func (s Sources) Compute() Snapshot {
 // mergeRanks returns one Rank per engine rank (rank 0 alone when the
 // engine reports none), the engine's and static values with slotgate's
 // view of its flights.
-func mergeRanks(eng load.EngineLoad, flights *inflight.Tracker) []Rank {
+func mergeRanks(eng load.EngineLoad, flights *inflight.Tracker) []report.Rank {
 	engRanks := eng.Ranks
 	if len(engRanks) == 0 {
 		engRanks = []load.Rank{{DPRank: 0}}
@@ -64,15 +65,15 @@ func mergeRanks(eng load.EngineLoad, flights *inflight.Tracker) []Rank {
 		}
 	}
 	view := flights.View(ids, blockSize)
-	out := make([]Rank, len(engRanks))
+	out := make([]report.Rank, len(engRanks))
 	for i := range engRanks {
 		out[i] = mergeRank(&engRanks[i], view[i], blockSize > 0, eng.Stale)
 	}
 	return out
 }
 
-func mergeRank(er *load.Rank, own inflight.RankLoad, knowBlocks, stale bool) Rank {
-	r := Rank{
+func mergeRank(er *load.Rank, own inflight.RankLoad, knowBlocks, stale bool) report.Rank {
+	r := report.Rank{
 		DPRank:              er.DPRank,
 		KVTotalBlocks:       field(er.KVTotalBlocks),
 		KVUsedBlocks:        engineOnly(er.KVUsedBlocks),
@@ -80,10 +81,10 @@ func mergeRank(er *load.Rank, own inflight.RankLoad, knowBlocks, stale bool) Ran
 		NumRequestsRunning:  engineOnly(er.NumRequestsRunning),
 		NumRequestsWaiting:  engineOnly(er.NumRequestsWaiting),
 		BlockSize:           field(er.BlockSize),
-		ActivePrefillTokens: Field{N: own.PrefillTokens, Source: SourceSlotgate},
+		ActivePrefillTokens: report.Field{N: own.PrefillTokens, Source: report.SourceSlotgate},
 	}
 	if knowBlocks {
-		r.ActiveDecodeBlocks = Field{N: own.DecodeBlocks, Source: SourceSlotgate}
+		r.ActiveDecodeBlocks = report.Field{N: own.DecodeBlocks, Source: report.SourceSlotgate}
 	}
 	// The engine knows its own prefill backlog better than slotgate's
 	// estimate, but only while its figures are fresh.
@@ -94,27 +95,27 @@ func mergeRank(er *load.Rank, own inflight.RankLoad, knowBlocks, stale bool) Ran
 }
 
 // field converts a scraped value, engine or static.
-func field(v load.Value) Field {
+func field(v load.Value) report.Field {
 	switch v.Source {
 	case load.SourceEngine:
-		return Field{N: v.N, Source: SourceEngine}
+		return report.Field{N: v.N, Source: report.SourceEngine}
 	case load.SourceStatic:
-		return Field{N: v.N, Source: SourceStatic}
+		return report.Field{N: v.N, Source: report.SourceStatic}
 	}
-	return Field{}
+	return report.Field{}
 }
 
 // engineOnly converts a value only the engine can know.
-func engineOnly(v load.Value) Field {
+func engineOnly(v load.Value) report.Field {
 	if v.Source != load.SourceEngine {
-		return Field{}
+		return report.Field{}
 	}
 	return field(v)
 }
 
 // busyInput is what the busy rule sees of r: the engine's occupancy only
 // while fresh, so a stale figure never decides busy.
-func busyInput(r *Rank, stale bool) busy.RankInput {
+func busyInput(r *report.Rank, stale bool) busy.RankInput {
 	in := busy.RankInput{
 		DPRank:              r.DPRank,
 		KVTotalBlocks:       count(r.KVTotalBlocks),
@@ -128,4 +129,4 @@ func busyInput(r *Rank, stale bool) busy.RankInput {
 	return in
 }
 
-func count(f Field) busy.Count { return busy.Count{N: f.N, Known: f.Known()} }
+func count(f report.Field) busy.Count { return busy.Count{N: f.N, Known: f.Known()} }
