@@ -98,8 +98,10 @@ var rules = []rule{
 	// (style.md §3).
 	{pkg: "protos/slotgate/load/v1", stdlibOnly: true, allow: grpcAllow},
 	// The load service serves load/report's snapshots with the generated
-	// code; the wiring is cmd's.
-	{pkg: "load/loadgrpc", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgAdmin, pkgCmd}},
+	// code, and nothing else: the wiring is cmd's.
+	{pkg: "load/loadgrpc", stdlibOnly: true, allow: slices.Concat([]string{
+		module + "/load/report", module + "/protos/slotgate/load/v1",
+	}, grpcAllow)},
 }
 
 func TestImportRules(t *testing.T) {
@@ -236,6 +238,10 @@ func TestRuleCheck(t *testing.T) {
 		{"load/loadgrpc", pkgMetrics, false},
 		{"load/loadgrpc", pkgAdmin, false},
 		{"load/loadgrpc", pkgMain, false},
+		{"load/loadgrpc", pkgLimiter, false},
+		{"load/loadgrpc", module + "/load/merge", false},
+		{"load/loadgrpc", "go.uber.org/zap", false},
+		{"load/loadgrpc", "github.com/prometheus/client_golang/prometheus", false},
 	}
 	for _, tt := range tests {
 		r, ok := byPkg[tt.pkg]

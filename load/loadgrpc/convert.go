@@ -1,0 +1,178 @@
+package loadgrpc
+
+import (
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/slotgate/slotgate/load/report"
+	loadv1 "github.com/slotgate/slotgate/protos/slotgate/load/v1"
+)
+
+// ToProto returns the wire form of s; nil when s is nil. It never fails:
+// every Snapshot has a wire form. A zero time is left unset, an unknown
+// count is a nil Count, a threshold that is off is an unset optional, and
+// a string that is not valid UTF-8 has its bad bytes replaced by U+FFFD.
+func ToProto(s *report.Snapshot) *loadv1.Load {
+	if s == nil {
+		return nil
+	}
+	out := &loadv1.Load{
+		Seq:   s.Seq,
+		At:    timeToProto(s.At),
+		Busy:  s.Busy,
+		Stale: s.Stale,
+		Engine: &loadv1.Engine{
+			Dialect:       validUTF8(s.Engine.Dialect),
+			ScrapedAt:     timeToProto(s.Engine.ScrapedAt),
+			FailedScrapes: int64(s.Engine.FailedScrapes),
+			Error:         validUTF8(s.Engine.Error),
+		},
+		Requests: &loadv1.Requests{
+			InFlight:   int64(s.Requests.InFlight),
+			Queued:     int64(s.Requests.Queued),
+			Limit:      int64(s.Requests.Limit),
+			QueueLimit: int64(s.Requests.QueueLimit),
+		},
+		// Copies: the message must not alias the published Snapshot, which
+		// an Unmarshal into it would write through.
+		Thresholds: &loadv1.Thresholds{
+			ActiveDecodeBlocks:      clonePtr(s.Thresholds.ActiveDecodeBlocks),
+			ActivePrefillTokens:     clonePtr(s.Thresholds.ActivePrefillTokens),
+			ActivePrefillTokensFrac: clonePtr(s.Thresholds.ActivePrefillTokensFrac),
+		},
+		Ranks: make([]*loadv1.Rank, len(s.Ranks)),
+	}
+	for i := range s.Ranks {
+		out.Ranks[i] = rankToProto(&s.Ranks[i])
+	}
+	return out
+}
+
+func rankToProto(r *report.Rank) *loadv1.Rank {
+	return &loadv1.Rank{
+		DpRank:              int64(r.DPRank),
+		Busy:                r.Busy,
+		KvTotalBlocks:       countToProto(r.KVTotalBlocks),
+		KvUsedBlocks:        countToProto(r.KVUsedBlocks),
+		ActiveDecodeBlocks:  countToProto(r.ActiveDecodeBlocks),
+		ActivePrefillTokens: countToProto(r.ActivePrefillTokens),
+		MaxNumBatchedTokens: countToProto(r.MaxNumBatchedTokens),
+		NumRequestsRunning:  countToProto(r.NumRequestsRunning),
+		NumRequestsWaiting:  countToProto(r.NumRequestsWaiting),
+		BlockSize:           countToProto(r.BlockSize),
+	}
+}
+
+func countToProto(f report.Field) *loadv1.Count {
+	if !f.Known() {
+		return nil
+	}
+	src := loadv1.Source_SOURCE_UNSPECIFIED // read back as engine
+	switch f.Source {
+	case report.SourceEngine:
+		src = loadv1.Source_SOURCE_ENGINE
+	case report.SourceStatic:
+		src = loadv1.Source_SOURCE_STATIC
+	case report.SourceSlotgate:
+		src = loadv1.Source_SOURCE_SLOTGATE
+	}
+	return &loadv1.Count{Value: f.N, Source: src}
+}
+
+// FromProto returns the Snapshot that l describes. It never fails: unset
+// messages and fields read as their zero values (an unset Count as an
+// unknown count), so FromProto(nil) is the zero Snapshot. A Count whose
+// source is unspecified, or unknown to this version, is taken as coming
+// from the engine, as report's JSON reader does. Times are in UTC.
+func FromProto(l *loadv1.Load) report.Snapshot {
+	e, r := l.GetEngine(), l.GetRequests()
+	s := report.Snapshot{
+		Seq:   l.GetSeq(),
+		At:    timeFromProto(l.GetAt()),
+		Busy:  l.GetBusy(),
+		Stale: l.GetStale(),
+		Engine: report.Engine{
+			Dialect:       e.GetDialect(),
+			ScrapedAt:     timeFromProto(e.GetScrapedAt()),
+			FailedScrapes: int(e.GetFailedScrapes()),
+			Error:         e.GetError(),
+		},
+		Requests: report.Requests{
+			InFlight:   int(r.GetInFlight()),
+			Queued:     int(r.GetQueued()),
+			Limit:      int(r.GetLimit()),
+			QueueLimit: int(r.GetQueueLimit()),
+		},
+		Ranks: make([]report.Rank, len(l.GetRanks())),
+	}
+	if t := l.GetThresholds(); t != nil {
+		// Copies, so that the Snapshot shares nothing with l.
+		s.Thresholds = report.Thresholds{
+			ActiveDecodeBlocks:      clonePtr(t.ActiveDecodeBlocks),
+			ActivePrefillTokens:     clonePtr(t.ActivePrefillTokens),
+			ActivePrefillTokensFrac: clonePtr(t.ActivePrefillTokensFrac),
+		}
+	}
+	for i, rk := range l.GetRanks() {
+		s.Ranks[i] = rankFromProto(rk)
+	}
+	return s
+}
+
+func rankFromProto(r *loadv1.Rank) report.Rank {
+	return report.Rank{
+		DPRank:              int(r.GetDpRank()),
+		Busy:                r.GetBusy(),
+		KVTotalBlocks:       countFromProto(r.GetKvTotalBlocks()),
+		KVUsedBlocks:        countFromProto(r.GetKvUsedBlocks()),
+		ActiveDecodeBlocks:  countFromProto(r.GetActiveDecodeBlocks()),
+		ActivePrefillTokens: countFromProto(r.GetActivePrefillTokens()),
+		MaxNumBatchedTokens: countFromProto(r.GetMaxNumBatchedTokens()),
+		NumRequestsRunning:  countFromProto(r.GetNumRequestsRunning()),
+		NumRequestsWaiting:  countFromProto(r.GetNumRequestsWaiting()),
+		BlockSize:           countFromProto(r.GetBlockSize()),
+	}
+}
+
+func countFromProto(c *loadv1.Count) report.Field {
+	if c == nil {
+		return report.Field{}
+	}
+	src := report.SourceEngine
+	switch c.GetSource() {
+	case loadv1.Source_SOURCE_STATIC:
+		src = report.SourceStatic
+	case loadv1.Source_SOURCE_SLOTGATE:
+		src = report.SourceSlotgate
+	}
+	return report.Field{N: c.GetValue(), Source: src}
+}
+
+func timeToProto(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func timeFromProto(ts *timestamppb.Timestamp) time.Time {
+	if ts == nil {
+		return time.Time{}
+	}
+	return ts.AsTime()
+}
+
+// validUTF8 returns s, or a copy with U+FFFD for each run of bad bytes:
+// proto3 refuses to marshal a string that is not UTF-8, and one scrape
+// error quoting an engine's bytes must not break every stream.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
