@@ -64,6 +64,7 @@ type sidecar struct {
 	cmd      *exec.Cmd
 	proxy    string // base URL of the proxy port
 	admin    string // base URL of the admin port
+	grpc     string // host:port of the gRPC admin port
 	log      *logBuffer
 	exited   chan struct{}
 	exitCode int
@@ -76,11 +77,11 @@ func start(t *testing.T, engineURL string, env map[string]string, args ...string
 	t.Helper()
 	s := launch(t, engineURL, env, args...)
 	addrs := s.log.waitFor(t, `"msg":"listening"`)
-	var line struct{ Proxy, Admin string }
+	var line struct{ Proxy, Admin, GRPC string }
 	if err := json.Unmarshal([]byte(addrs), &line); err != nil {
 		t.Fatalf("parse listening line %q: %v", addrs, err)
 	}
-	s.proxy, s.admin = "http://"+line.Proxy, "http://"+line.Admin
+	s.proxy, s.admin, s.grpc = "http://"+line.Proxy, "http://"+line.Admin, line.GRPC
 	return s
 }
 

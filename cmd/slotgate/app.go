@@ -142,17 +142,38 @@ func newAdminServer(h http.Handler, log *zap.Logger) *http.Server {
 	}
 }
 
-// listen binds both ports before anything is served, so that a port in use
-// fails start-up rather than half of it.
-func (a *app) listen() (proxyLn, adminLn net.Listener, err error) {
-	proxyLn, err = net.Listen("tcp", a.cfg.Listen)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on --listen %s: %w", a.cfg.Listen, err)
+// listeners are the ports slotgate serves; grpc is nil when
+// --admin-grpc-listen is off.
+type listeners struct {
+	proxy, admin, grpc net.Listener
+}
+
+// listen binds every port before anything is served, so that a port in use
+// fails start-up rather than part of it.
+func (a *app) listen() (listeners, error) {
+	var ls listeners
+	binds := []struct {
+		ln         *net.Listener
+		flag, addr string
+	}{
+		{&ls.proxy, "--listen", a.cfg.Listen},
+		{&ls.admin, "--admin-listen", a.cfg.AdminListen},
+		{&ls.grpc, "--admin-grpc-listen", a.cfg.AdminGRPCListen},
 	}
-	adminLn, err = net.Listen("tcp", a.cfg.AdminListen)
-	if err != nil {
-		proxyLn.Close()
-		return nil, nil, fmt.Errorf("listen on --admin-listen %s: %w", a.cfg.AdminListen, err)
+	for i, b := range binds {
+		if b.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", b.addr)
+		if err != nil {
+			for _, prev := range binds[:i] {
+				if *prev.ln != nil {
+					(*prev.ln).Close()
+				}
+			}
+			return listeners{}, fmt.Errorf("listen on %s %s: %w", b.flag, b.addr, err)
+		}
+		*b.ln = ln
 	}
-	return proxyLn, adminLn, nil
+	return ls, nil
 }

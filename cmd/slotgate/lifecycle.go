@@ -27,18 +27,26 @@ const idlePoll = 20 * time.Millisecond
 // prober, all ended before it returns, except after a second signal, when
 // the process exits at once by design.
 func (a *app) run(signals <-chan os.Signal) int {
-	proxyLn, adminLn, err := a.listen()
+	ls, err := a.listen()
 	if err != nil {
 		a.log.Error("start-up failed", zap.Error(err))
 		return exitFailed
 	}
-	a.log.Info("listening", zap.String("proxy", proxyLn.Addr().String()), zap.String("admin", adminLn.Addr().String()))
+	grpcAddr := "off"
+	if ls.grpc != nil {
+		grpcAddr = ls.grpc.Addr().String()
+	}
+	a.log.Info("listening", zap.String("proxy", ls.proxy.Addr().String()), zap.String("admin", ls.admin.Addr().String()),
+		zap.String("grpc", grpcAddr))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	serveErr := make(chan error, 2)
-	wg.Go(func() { serveErr <- serve(a.proxyServer, proxyLn) })
-	wg.Go(func() { serveErr <- serve(a.adminServer, adminLn) })
+	serveErr := make(chan error, 3)
+	wg.Go(func() { serveErr <- serve(a.proxyServer, ls.proxy) })
+	wg.Go(func() { serveErr <- serve(a.adminServer, ls.admin) })
+	if ls.grpc != nil {
+		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc) })
+	}
 	wg.Go(func() { _ = a.prober.Run(ctx) })
 	wg.Go(func() { a.load.run(ctx) })
 	code, now := a.await(signals, serveErr)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
+	"github.com/slotgate/slotgate/load/loadgrpc"
 	"github.com/slotgate/slotgate/load/merge"
 	"github.com/slotgate/slotgate/load/report"
 )
@@ -131,4 +134,13 @@ func (lp *loadParts) routes(cfg config.Config, log *zap.Logger) map[string]http.
 		"GET " + report.PathStream: loads,
 		busy.Path:                  thresholds,
 	}
+}
+
+// serveGRPC serves the LoadReporter service and gRPC health on lis until
+// ctx ends.
+func (lp *loadParts) serveGRPC(ctx context.Context, lis net.Listener) error {
+	if err := loadgrpc.Serve(ctx, lis, lp.hub, loadgrpc.ServeOptions{}); err != nil {
+		return fmt.Errorf("gRPC admin: %w", err)
+	}
+	return nil
 }
