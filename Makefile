@@ -1,6 +1,7 @@
-# slotgate's build. Every target needs only Go; anything else a target uses
-# is fetched through the Go module proxy at a pinned version, or skipped with
-# a message saying why.
+# slotgate's build. Every target needs only Go, except `make proto`, which
+# installs Debian's protoc with apt-get; anything else a target uses is
+# fetched through the Go module proxy at a pinned version, or skipped with a
+# message saying why.
 
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
