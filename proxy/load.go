@@ -87,13 +87,26 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if !ok || rec.flight == nil {
 		return nil
 	}
-	if resp.StatusCode >= 300 {
-		// An error or a redirect: the engine computes nothing more for it.
+	if !countable(resp) {
 		rec.flight.Prefilled()
 		return nil
 	}
 	resp.Body = &tokenBody{ReadCloser: resp.Body, counter: estimate.NewStreamCounter(), flight: rec.flight}
 	return nil
+}
+
+// countable reports whether the tokens of resp can be counted as it
+// passes. An error or a redirect brings none: the engine computes nothing
+// more for the request. A protocol switch (101) must keep its writable
+// body, which ReverseProxy needs. A compressed body cannot be read without
+// decompressing it, which the proxy does not do; its prefill is taken to
+// end with the headers, the best the proxy can tell.
+func countable(resp *http.Response) bool {
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return false
+	}
+	ce := resp.Header.Get("Content-Encoding")
+	return ce == "" || strings.EqualFold(ce, "identity")
 }
 
 // tokenBody counts the tokens of a response body as the proxy copies it

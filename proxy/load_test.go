@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -122,9 +123,16 @@ func TestQueuedRequestIsTracked(t *testing.T) {
 	receive(t, "first request at the engine", eng.bodyRead)
 	second := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
 	h.waitStats("second queued", func(s limiter.Stats) bool { return s.Waiting == 1 })
-	close(eng.first)
+	eng.first <- struct{}{} // the first request streams and ends
 	close(eng.rest)
 	receive(t, "second request at the engine", eng.bodyRead)
+	// The second, its body replayed from what was read while it waited,
+	// is counted before its first token.
+	waitFor(t, "the queued request's prompt", func() bool {
+		v := view(tr)
+		return v.Flights == 1 && v.PrefillTokens == 100
+	})
+	close(eng.first)
 	for _, ch := range []<-chan result{first, second} {
 		if res := <-ch; res.status != http.StatusOK {
 			t.Fatalf("answer %d %v", res.status, res.err)
@@ -157,18 +165,75 @@ func TestRankHeaderPinsTheFlight(t *testing.T) {
 	}
 }
 
-// TestErrorAnswerEndsPrefill: an engine error leaves nothing to prefill.
-func TestErrorAnswerEndsPrefill(t *testing.T) {
-	eng := newStreamEngine(0)
-	eng.status = http.StatusBadRequest
-	h, tr := trackedHarness(t, eng, limiter.Options{Slots: 1, QueueLen: 2}, nil)
-	done := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
-	receive(t, "engine read the body", eng.bodyRead)
-	close(eng.first)
-	if res := <-done; res.status != http.StatusBadRequest {
-		t.Fatalf("status %d, want the engine's 400", res.status)
+// TestUncountableAnswersEndPrefill: an engine error, or a compressed
+// stream the proxy cannot read, ends the prefill with the headers, while
+// the request still holds its slot.
+func TestUncountableAnswersEndPrefill(t *testing.T) {
+	for name, header := range map[string]func(w http.ResponseWriter){
+		"error": func(w http.ResponseWriter) { w.WriteHeader(http.StatusBadRequest) },
+		"gzip": func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Encoding", "gzip")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			headersSent, finish := make(chan struct{}), make(chan struct{})
+			eng := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = readAll(r)
+				header(w)
+				_, _ = w.Write([]byte("\x1f\x8b not text"))
+				w.(http.Flusher).Flush()
+				close(headersSent)
+				<-finish
+			})
+			h, tr := trackedHarness(t, eng, limiter.Options{Slots: 1, QueueLen: 2}, nil)
+			var once sync.Once
+			release := func() { once.Do(func() { close(finish) }) }
+			t.Cleanup(release) // before the servers close, even on failure
+			done := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
+			receive(t, "engine answered", headersSent)
+			waitFor(t, "prefill over with the request in flight", func() bool {
+				v := view(tr)
+				return v.Flights == 1 && v.PrefillTokens == 0 && v.DecodeBlocks == 7
+			})
+			release()
+			<-done
+			waitFor(t, "flight ended", func() bool { return tr.Len() == 0 })
+		})
 	}
-	waitFor(t, "flight ended", func() bool { return tr.Len() == 0 })
+}
+
+// TestProtocolSwitchWithTracking: a 101 answer keeps the writable body
+// ReverseProxy needs, so an upgrade works with token counting on.
+func TestProtocolSwitchWithTracking(t *testing.T) {
+	eng := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		_ = rw.Flush()
+		line, _ := rw.ReadString('\n')
+		_, _ = rw.WriteString("echo " + line)
+		_ = rw.Flush()
+	})
+	h, tr := trackedHarness(t, eng, limiter.Options{Slots: 1, QueueLen: 2}, nil)
+	conn, rd := h.rawConn()
+	defer conn.Close()
+	_, _ = conn.Write([]byte("GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"))
+	resp, err := http.ReadResponse(rd, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answer: %v, %v", resp, err)
+	}
+	_, _ = conn.Write([]byte("hello\n"))
+	if line, err := rd.ReadString('\n'); err != nil || line != "echo hello\n" {
+		t.Errorf("through the upgraded connection: %q, %v", line, err)
+	}
+	if v := view(tr); v.Flights != 1 || v.PrefillTokens != 0 {
+		t.Errorf("upgraded request: %+v, want one flight, nothing to prefill", v)
+	}
 }
 
 // TestLoadHeadersOnProxiedAnswersOnly: the load header is added to what
