@@ -88,9 +88,14 @@ func (lp *loadParts) published(s *report.Snapshot) {
 	lp.orca.Store(&orca)
 }
 
-// orcaHeader adds the latest ORCA report to a proxied response.
+// orcaKey is the ORCA header's key as net/http stores it: an engine's own
+// report, parsed under this key, is replaced rather than sent beside
+// slotgate's (Envoy reads the first value only).
+var orcaKey = http.CanonicalHeaderKey(report.ORCAHeader)
+
+// orcaHeader sets the latest ORCA report on a proxied response.
 func (lp *loadParts) orcaHeader(h http.Header) {
-	h[report.ORCAHeader] = []string{*lp.orca.Load()}
+	h[orcaKey] = []string{*lp.orca.Load()}
 }
 
 // requestsOf reads slotgate's admission state for the snapshot.
