@@ -58,7 +58,18 @@ func TestGRPCLoadReporter(t *testing.T) {
 		}
 		last = msg.GetSeq()
 	}
+	healthWatch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := healthWatch.Recv(); err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health watch: %v, %v", h, err)
+	}
 	s.signal(syscall.SIGTERM)
+	// Draining: gRPC health says so at once, as /readyz does.
+	if h, err := healthWatch.Recv(); err != nil || h.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health after SIGTERM: %v, %v; want NOT_SERVING", h, err)
+	}
 	for {
 		if _, err := stream.Recv(); err != nil {
 			break // ended, not silent

@@ -45,7 +45,7 @@ func (a *app) run(signals <-chan os.Signal) int {
 	wg.Go(func() { serveErr <- serve(a.proxyServer, ls.proxy) })
 	wg.Go(func() { serveErr <- serve(a.adminServer, ls.admin) })
 	if ls.grpc != nil {
-		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc) })
+		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc, a.drain.begun) })
 	}
 	wg.Go(func() { _ = a.prober.Run(ctx) })
 	wg.Go(func() { a.load.run(ctx) })

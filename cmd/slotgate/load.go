@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -141,10 +142,16 @@ func (lp *loadParts) routes(cfg config.Config, log *zap.Logger) map[string]http.
 	}
 }
 
+// grpcStopTimeout bounds the gRPC server's stop once the drain is over:
+// load watches are ended at once, GetLoad answers in microseconds, and
+// health watches need no grace. It is not part of --shutdown-timeout.
+const grpcStopTimeout = 500 * time.Millisecond
+
 // serveGRPC serves the LoadReporter service and gRPC health on lis until
-// ctx ends.
-func (lp *loadParts) serveGRPC(ctx context.Context, lis net.Listener) error {
-	if err := loadgrpc.Serve(ctx, lis, lp.hub, loadgrpc.ServeOptions{}); err != nil {
+// ctx ends; health turns NOT_SERVING when draining closes.
+func (lp *loadParts) serveGRPC(ctx context.Context, lis net.Listener, draining <-chan struct{}) error {
+	opts := loadgrpc.ServeOptions{StopTimeout: grpcStopTimeout, Draining: draining}
+	if err := loadgrpc.Serve(ctx, lis, lp.hub, opts); err != nil {
 		return fmt.Errorf("gRPC admin: %w", err)
 	}
 	return nil

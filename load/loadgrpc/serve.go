@@ -26,13 +26,18 @@ type ServeOptions struct {
 	StopTimeout time.Duration
 	// ServerOptions are passed to grpc.NewServer.
 	ServerOptions []grpc.ServerOption
+	// Draining, when closed, turns every health status to NOT_SERVING
+	// while the server goes on serving: a draining sidecar tells gRPC
+	// probes what its HTTP readiness already says. Nil never closes.
+	Draining <-chan struct{}
 }
 
 // Serve serves on lis, until ctx ends, a gRPC server with LoadReporter
 // reading from src, the standard health service (grpc.health.v1.Health,
 // SERVING for "" and for slotgate.load.v1.LoadReporter) and reflection.
 //
-// When ctx ends, Serve sets every health status to NOT_SERVING, ends the
+// When opts.Draining closes, health turns NOT_SERVING and serving goes
+// on. When ctx ends, Serve sets every health status to NOT_SERVING, ends the
 // WatchLoad streams with UNAVAILABLE (Service.Shutdown), and stops the
 // server gracefully; calls still running after opts.StopTimeout, such as
 // health watches, are cut off. It then returns nil, with every goroutine
@@ -61,11 +66,9 @@ func Serve(ctx context.Context, lis net.Listener, src Source, opts ServeOptions)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	select {
-	case err := <-served:
+	if err := waitForStop(ctx, served, opts.Draining, hs); err != nil {
 		srv.Stop() // ends the calls on connections already accepted
 		return fmt.Errorf("loadgrpc: serve: %w", err)
-	case <-ctx.Done():
 	}
 
 	// Order matters: health first, so that probes see the stop coming;
@@ -92,4 +95,24 @@ func Serve(ctx context.Context, lis net.Listener, src Source, opts ServeOptions)
 		return fmt.Errorf("loadgrpc: serve: %w", err)
 	}
 	return nil
+}
+
+// waitForStop waits until ctx ends, and returns nil then, or until the
+// server fails, and returns its error. Meanwhile, when draining closes,
+// every health status turns NOT_SERVING.
+func waitForStop(ctx context.Context, served <-chan error, draining <-chan struct{}, hs *health.Server) error {
+	for {
+		select {
+		case err := <-served:
+			if err == nil { // only a stop ends Serve without an error
+				err = errors.New("stopped unexpectedly")
+			}
+			return err
+		case <-draining:
+			hs.Shutdown()
+			draining = nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }

@@ -153,3 +153,36 @@ func TestServeErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServeDrainingTurnsHealthOff: when Draining closes, health answers
+// NOT_SERVING while LoadReporter goes on answering.
+func TestServeDrainingTurnsHealthOff(t *testing.T) {
+	draining := make(chan struct{})
+	f := newFixture(t, fixtureOptions{load: oneRank(), heartbeat: never, tcp: true,
+		serve: loadgrpc.ServeOptions{Draining: draining}})
+	ctx := testContext(t)
+	health := healthgrpc.NewHealthClient(f.conn)
+	check := func(want healthgrpc.HealthCheckResponse_ServingStatus) {
+		t.Helper()
+		r, err := health.Check(ctx, &healthgrpc.HealthCheckRequest{})
+		if err != nil || r.GetStatus() != want {
+			t.Fatalf("health = %v, %v; want %v", r, err, want)
+		}
+	}
+	check(healthgrpc.HealthCheckResponse_SERVING)
+	close(draining)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := health.Check(ctx, &healthgrpc.HealthCheckRequest{})
+		if err == nil && r.GetStatus() == healthgrpc.HealthCheckResponse_NOT_SERVING {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health still %v, %v after draining began", r, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := loadv1.NewLoadReporterClient(f.conn).GetLoad(ctx, &loadv1.GetLoadRequest{}); err != nil {
+		t.Errorf("GetLoad while draining: %v", err)
+	}
+}
