@@ -17,7 +17,9 @@
 //   - A flight pinned to a rank the engine reports counts on that rank
 //     only; the others are spread evenly over the ranks, the remainder
 //     on the lowest, so the sums over the ranks are exact.
-//   - Every change calls the Tracker's OnChange, outside its lock.
+//   - Every change to what View reports calls the Tracker's OnChange,
+//     outside its lock; a generated token that fills no new block (at the
+//     block size of the last View) does not.
 //
 // All methods are safe for concurrent use. The package imports only the
 // standard library.

@@ -3,6 +3,7 @@ package inflight
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Unpinned is the rank of a flight that the engine may run on any rank.
@@ -11,6 +12,10 @@ const Unpinned = -1
 // Tracker sums the flights in progress.
 type Tracker struct {
 	onChange func()
+	// blockSize is the last block size View was asked for: a generated
+	// token that fills no new block changes nothing View reports, and is
+	// not worth a notification (one per token would be a storm).
+	blockSize atomic.Int64
 
 	mu      sync.Mutex
 	flights map[*Flight]struct{}
@@ -75,13 +80,16 @@ func (f *Flight) SetPrompt(tokens int) {
 }
 
 // SetGenerated sets the tokens generated so far; n > 0 also ends the
-// prefill.
+// prefill. It notifies only when that changes what View reports: the
+// prefill's end, or a new KV block at the last block size View used.
 func (f *Flight) SetGenerated(n int) {
+	bs := int(f.t.blockSize.Load())
 	f.update(func() bool {
 		old, wasPrefilled := f.generated, f.prefilled
 		f.generated = max(n, 0)
 		f.prefilled = f.prefilled || n > 0
-		return f.generated != old || f.prefilled != wasPrefilled
+		newBlock := bs > 0 && ceilDiv(f.prompt+old, bs) != ceilDiv(f.prompt+f.generated, bs)
+		return f.prefilled != wasPrefilled || newBlock
 	})
 }
 
@@ -128,6 +136,7 @@ func (t *Tracker) View(ranks []int, blockSize int) []RankLoad {
 	if len(ranks) == 0 {
 		ranks = []int{0}
 	}
+	t.blockSize.Store(int64(blockSize))
 	out := make([]RankLoad, len(ranks))
 	for i, id := range ranks {
 		out[i].DPRank = id

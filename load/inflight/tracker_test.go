@@ -117,3 +117,22 @@ func assertView(t *testing.T, tr *inflight.Tracker, ranks []int, blockSize int, 
 		}
 	}
 }
+
+// TestTokensWithinABlockDoNotNotify: one notification per new block, not
+// per token, once View has said the block size.
+func TestTokensWithinABlockDoNotNotify(t *testing.T) {
+	var changes atomic.Int64
+	tr := inflight.New(func() { changes.Add(1) })
+	_ = tr.View(nil, 16)
+	f := tr.Begin(inflight.Unpinned)
+	f.SetPrompt(16) // one full block
+	f.SetGenerated(1)
+	before := changes.Load()
+	for n := 2; n <= 48; n++ { // blocks 2, 3 and 4 start at 17, 33 and 49 tokens: 2 new blocks
+		f.SetGenerated(n)
+	}
+	if got := changes.Load() - before; got != 2 {
+		t.Errorf("%d notifications for 47 tokens over 2 new blocks, want 2", got)
+	}
+	assertView(t, tr, []int{0}, 16, []inflight.RankLoad{{DPRank: 0, Flights: 1, DecodeBlocks: 4}})
+}

@@ -37,6 +37,12 @@ type Hub struct {
 	notify  chan struct{}
 	running atomic.Bool
 	stopped chan struct{} // closed when Run returns
+
+	// lastCompute is when Compute last ran (owned by Run's goroutine after
+	// NewHub): computations, not only publications, are kept MinInterval
+	// apart, so a storm of notifications that change nothing costs at
+	// most one computation per interval.
+	lastCompute time.Time
 }
 
 // ErrStopped is returned by Watch once Run has returned: no snapshot will
@@ -69,6 +75,7 @@ func NewHub(opts HubOptions) (*Hub, error) {
 	h := &Hub{opts: opts, notify: make(chan struct{}, 1), stopped: make(chan struct{})}
 	first := opts.Compute()
 	first.Seq, first.At = 1, time.Now()
+	h.lastCompute = first.At
 	h.state.Store(&published{snap: &first, next: make(chan struct{})})
 	return h, nil
 }
@@ -136,9 +143,9 @@ func (h *Hub) Run(ctx context.Context) error {
 }
 
 // waitMinInterval waits until MinInterval has passed since the last
-// publication; it reports false when ctx ended first.
+// computation; it reports false when ctx ended first.
 func (h *Hub) waitMinInterval(ctx context.Context) bool {
-	wait := h.opts.MinInterval - time.Since(h.Latest().At)
+	wait := h.opts.MinInterval - time.Since(h.lastCompute)
 	if wait <= 0 {
 		return true
 	}
@@ -162,6 +169,7 @@ func (h *Hub) publishIfChanged(force bool) bool {
 	}
 	prev := h.state.Load()
 	next := h.opts.Compute()
+	h.lastCompute = time.Now()
 	if !force && next.SameLoad(prev.snap) {
 		return false
 	}

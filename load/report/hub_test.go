@@ -214,3 +214,30 @@ func TestWatchEndsWhenRunReturns(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifyStormComputesOncePerInterval: notifications that change
+// nothing (a token that fills no new block, a refusal) cost at most one
+// computation per MinInterval, whatever their number.
+func TestNotifyStormComputesOncePerInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &source{}
+		hub := newHub(t, src, nil)
+		runHub(t, hub)
+		synctest.Wait()
+		before := src.computed.Load()
+		for range 1000 { // 100 ms of notifications, 10 per millisecond
+			for range 10 {
+				hub.Notify()
+			}
+			time.Sleep(report.MinInterval / 100)
+			synctest.Wait()
+		}
+		// 100 ms: about 10 computations, never 1000.
+		if n := src.computed.Load() - before; n > 12 {
+			t.Errorf("%d computations for 100 ms of notifications, want at most one per %v", n, report.MinInterval)
+		}
+		if s := hub.Latest(); s.Seq != 1 {
+			t.Errorf("Seq = %d: nothing changed, nothing to publish", s.Seq)
+		}
+	})
+}
