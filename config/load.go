@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,7 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 	c.RejectWhenBusy = v.Bool("reject-when-busy", r.RejectWhenBusy)
 	c.ORCAHeader = v.Bool("orca-header", r.ORCAHeader)
 	c.AdminGRPCListen = ""
-	if a := strings.TrimSpace(r.AdminGRPCListen); a != "" && a != "off" {
+	if a := strings.TrimSpace(r.AdminGRPCListen); a != "" && !strings.EqualFold(a, "off") {
 		c.AdminGRPCListen = v.Address("admin-grpc-listen", r.AdminGRPCListen)
 		if c.AdminGRPCListen != "" && !strings.HasSuffix(c.AdminGRPCListen, ":0") &&
 			(c.AdminGRPCListen == c.Listen || c.AdminGRPCListen == c.AdminListen) {
@@ -36,6 +37,10 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 		}
 	}
 	c.ModelName = v.NonEmpty("model-name", r.ModelName)
+	if c.EngineMetricsDialect == "trtllm" && slices.Contains(c.PassthroughPaths, "/metrics") {
+		v.Warn(v.Name("passthrough-paths") + " forwards /metrics to TensorRT-LLM, whose metrics drain on read: " +
+			"whatever scrapes it through the proxy takes iterations from slotgate's load; scrape slotgate's admin /metrics instead")
+	}
 	if c.RejectWhenBusy && c.DecodeThreshold == nil && c.PrefillThreshold == nil && c.PrefillThresholdFrac == nil {
 		v.Warn(v.Name("reject-when-busy") + " is set but no busy threshold is: nothing will be refused until one is set with POST /busy_threshold")
 	}

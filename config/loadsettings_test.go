@@ -97,6 +97,8 @@ func TestLoadSettings(t *testing.T) {
 			probs: []bad{{"SLOTGATE_ORCA_HEADER", "yes"}}},
 		{name: "grpc off", env: map[string]string{"SLOTGATE_ADMIN_GRPC_LISTEN": "off"},
 			check: func(t *testing.T, c config.Config) { eq(t, "AdminGRPCListen", c.AdminGRPCListen, "") }},
+		{name: "grpc OFF", args: []string{"--admin-grpc-listen=OFF"},
+			check: func(t *testing.T, c config.Config) { eq(t, "AdminGRPCListen", c.AdminGRPCListen, "") }},
 		{name: "grpc off by empty flag", args: []string{"--admin-grpc-listen="},
 			check: func(t *testing.T, c config.Config) { eq(t, "AdminGRPCListen", c.AdminGRPCListen, "") }},
 		{name: "grpc equals admin", args: []string{"--admin-grpc-listen=:9090"},
@@ -127,5 +129,18 @@ func TestRejectWhenBusyWithoutThresholdWarns(t *testing.T) {
 	c := mustLoad(t, []string{"--reject-when-busy"}, map[string]string{})
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "--reject-when-busy") {
 		t.Errorf("Warnings = %q, want one naming --reject-when-busy", c.Warnings)
+	}
+}
+
+// TestTRTLLMMetricsPassthroughWarns: TensorRT-LLM's /metrics drains on
+// read, so forwarding it through the proxy steals slotgate's figures.
+func TestTRTLLMMetricsPassthroughWarns(t *testing.T) {
+	c := mustLoad(t, []string{"--engine-metrics-dialect=trtllm"}, map[string]string{})
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "drain") {
+		t.Errorf("Warnings = %q, want one about /metrics draining", c.Warnings)
+	}
+	c = mustLoad(t, []string{"--engine-metrics-dialect=trtllm", "--passthrough-paths=/health"}, map[string]string{})
+	if len(c.Warnings) != 0 {
+		t.Errorf("Warnings = %q without /metrics passed through, want none", c.Warnings)
 	}
 }

@@ -34,7 +34,7 @@ func ORCAText(s *Snapshot) string {
 		first = false
 		b.WriteString(name)
 		b.WriteByte(':')
-		b.WriteString(strconv.FormatFloat(v, 'g', 6, 64))
+		b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	usage, known := s.KVUsage()
 	switch {

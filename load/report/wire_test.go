@@ -244,3 +244,11 @@ func readEvent(r *bufio.Reader) (map[string]string, error) {
 func ptr[T any](v T) *T { return &v }
 
 func f(n int64, src report.Source) report.Field { return report.Field{N: n, Source: src} }
+
+// TestORCACountsExact: counts go out whole, not rounded to six digits.
+func TestORCACountsExact(t *testing.T) {
+	s := &report.Snapshot{Ranks: []report.Rank{{ActivePrefillTokens: f(1234567, report.SourceSlotgate)}}}
+	if h := report.ORCAText(s); !strings.Contains(h, "named_metrics.active_prefill_tokens:1234567,") {
+		t.Errorf("ORCA = %q, want the exact 1234567", h)
+	}
+}
