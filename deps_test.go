@@ -35,6 +35,7 @@ var (
 	pkgLimiter = module + "/limiter"
 	pkgCmd     = module + "/cmd"
 	pkgMain    = module + "/cmd/slotgate"
+	pkgCommand = module + "/command"
 	pkgFlagenv = module + "/internal/flagenv"
 
 	envLib = "github.com/caarlos0/env/v11"
@@ -70,8 +71,8 @@ var rules = []rule{
 	// load knows the engine's load: it parses and scrapes, nothing more
 	// (style.md §3).
 	{pkg: "load", stdlibOnly: true, allow: loadAllow},
-	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, "github.com/prometheus"}},
-	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd}},
+	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, pkgCommand, "github.com/prometheus"}},
+	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	{pkg: "health", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	// The load generator measures any OpenAI-compatible server: it knows
@@ -79,6 +80,9 @@ var rules = []rule{
 	{pkg: "loadgen", stdlibOnly: true},
 	// The estimator runs on the request path: standard library only.
 	{pkg: "load/estimate", stdlibOnly: true},
+	// The classifier plugin API is plain Go: plugins must not need to
+	// build against slotgate's HTTP, limiter or configuration machinery.
+	{pkg: "admission", stdlibOnly: true},
 	// slotgate's own count of its flights and the busy rule: plain logic.
 	{pkg: "load/inflight", stdlibOnly: true},
 	{pkg: "load/busy", stdlibOnly: true},
@@ -93,7 +97,7 @@ var rules = []rule{
 		module + "/load", module + "/load/busy", module + "/load/inflight", module + "/load/report",
 	}, loadAllow...)},
 	// The simulated engine stands for a real one: it knows nothing of slotgate.
-	{pkg: "sim", forbid: []string{pkgProxy, pkgLimiter, pkgConfig, pkgMetrics, pkgAdmin, pkgHealth, pkgCmd}},
+	{pkg: "sim", forbid: []string{pkgProxy, pkgLimiter, pkgConfig, pkgMetrics, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
 	// Generated code: grpc and protobuf only, never slotgate's own packages
 	// (style.md §3).
 	{pkg: "protos/slotgate/load/v1", stdlibOnly: true, allow: grpcAllow},
@@ -131,27 +135,32 @@ func (r rule) check(dep string) string {
 	return ""
 }
 
-// TestOnlyMainImportsConfig checks every package of the module: config is
-// read once, in cmd/slotgate, and handed down as plain values.
-func TestOnlyMainImportsConfig(t *testing.T) {
+// TestOnlyCommandImportsConfig checks every package of the module: config
+// is read once, in package command, and handed down as plain values. The
+// programs built on command (cmd/slotgate, the examples) get it through
+// command only.
+func TestOnlyCommandImportsConfig(t *testing.T) {
 	g := newGraph(t)
 	pkgs := g.list(t, "./...")
-	if !slices.Contains(pkgs, pkgConfig) || !slices.Contains(pkgs, pkgMain) {
-		t.Fatalf("go list ./... = %v, want it to include %s and %s", pkgs, pkgConfig, pkgMain)
+	if !slices.Contains(pkgs, pkgConfig) || !slices.Contains(pkgs, pkgCommand) {
+		t.Fatalf("go list ./... = %v, want it to include %s and %s", pkgs, pkgConfig, pkgCommand)
 	}
 	for _, pkg := range pkgs {
-		if pkg == pkgMain || pkg == pkgConfig {
+		if pkg == pkgCommand || pkg == pkgConfig {
 			continue
 		}
 		t.Run(strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/"), func(t *testing.T) {
 			g.deps(t, pkg)
-			onlyMain := func(dep string) string {
+			onlyCommand := func(dep string) string {
 				if dep == pkgConfig {
-					return "forbidden: only " + pkgMain + " may import it"
+					return "forbidden: only " + pkgCommand + " may import it"
 				}
 				return ""
 			}
-			for _, v := range g.violations(pkg, onlyMain) {
+			for _, v := range g.violations(pkg, onlyCommand) {
+				if len(v.chain) > 1 && v.chain[1] == pkgCommand {
+					continue // a program built on command
+				}
 				t.Errorf("%s imports %s (%s); import chain: %s", pkg, v.dep, v.why, strings.Join(v.chain, " -> "))
 			}
 		})
@@ -383,8 +392,10 @@ func (g *graph) violations(pkg string, check func(dep string) string) []violatio
 	return out
 }
 
-// TestOnlyCommandsBuildTheLogger: the logger is built by the commands and
-// passed down; no library package may construct one of its own.
+// TestOnlyCommandsBuildTheLogger: the logger is built by the commands
+// (those under cmd/, and package command, the slotgate program that
+// cmd/slotgate and custom builds run) and passed down; no library package
+// may construct one of its own.
 func TestOnlyCommandsBuildTheLogger(t *testing.T) {
 	const pkgLogging = module + "/internal/logging"
 	g := newGraph(t)
@@ -393,14 +404,15 @@ func TestOnlyCommandsBuildTheLogger(t *testing.T) {
 		t.Fatalf("go list ./... = %v, want it to include %s", pkgs, pkgLogging)
 	}
 	for _, pkg := range pkgs {
-		if pkg == pkgLogging || strings.HasPrefix(pkg, module+"/cmd/") {
+		if pkg == pkgLogging || pkg == pkgCommand || strings.HasPrefix(pkg, module+"/cmd/") ||
+			strings.HasPrefix(pkg, module+"/examples/") {
 			continue
 		}
 		t.Run(strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/"), func(t *testing.T) {
 			g.deps(t, pkg)
 			onlyCommands := func(dep string) string {
 				if dep == pkgLogging {
-					return "forbidden: only the commands under cmd/ may build the logger"
+					return "forbidden: only the commands under cmd/ and package command may build the logger"
 				}
 				return ""
 			}

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"errors"
@@ -35,7 +35,7 @@ type app struct {
 // Interface guard: the metrics implement what the proxy reports to.
 var _ proxy.Observer = (*metrics.Metrics)(nil)
 
-func newApp(cfg config.Config, log *zap.Logger) (*app, error) {
+func newApp(cfg config.Config, opts Options, log *zap.Logger) (*app, error) {
 	lim, err := newLimiter(cfg)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func newApp(cfg config.Config, log *zap.Logger) (*app, error) {
 	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
-		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Load: lp.hub.Latest, Version: version, Revision: commit,
+		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
 	})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 
 // logConfig logs the effective configuration once, each value with where
 // it came from.
-func logConfig(log *zap.Logger, c config.Config) {
+func logConfig(log *zap.Logger, c config.Config, opts Options) {
 	src := func(flag string) zap.Field {
 		return zap.String(strings.ReplaceAll(flag, "-", "_")+"_from", c.Sources[flag])
 	}
@@ -19,7 +19,7 @@ func logConfig(log *zap.Logger, c config.Config) {
 		engine = c.EngineURL.String()
 	}
 	log.Info("configuration",
-		zap.String("version", version), zap.String("commit", commit),
+		zap.String("version", opts.Version), zap.String("commit", opts.Commit),
 		zap.Int("engine_request_limit", c.EngineRequestLimit), src("engine-request-limit"),
 		zap.Int("request_queue_limit", c.RequestQueueLimit), src("request-queue-limit"),
 		zap.Int("overload_status_code", c.OverloadStatus), src("overload-status-code"),
