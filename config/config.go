@@ -81,6 +81,10 @@ type Config struct {
 	// AdminGRPCListen is the gRPC admin address (--admin-grpc-listen,
 	// SLOTGATE_ADMIN_GRPC_LISTEN, ":9091"); "" (given as off) is none.
 	AdminGRPCListen string
+	// AdmissionConfig is the admission policy file (--admission-config,
+	// SLOTGATE_ADMISSION_CONFIG); "" is none. Its content is read by the
+	// command, which alone knows the registered classifiers.
+	AdmissionConfig string
 	// ModelName is echoed by /busy_threshold (--model-name,
 	// SLOTGATE_MODEL_NAME, "default").
 	ModelName string

@@ -43,6 +43,7 @@ var allSettings = []setting{
 	{"reject-when-busy", "SLOTGATE_REJECT_WHEN_BUSY", "false"},
 	{"orca-header", "SLOTGATE_ORCA_HEADER", "false"},
 	{"admin-grpc-listen", "SLOTGATE_ADMIN_GRPC_LISTEN", ":9091"},
+	{"admission-config", "SLOTGATE_ADMISSION_CONFIG", "(unset)"},
 	{"model-name", "SLOTGATE_MODEL_NAME", "default"},
 	{"log-level", "SLOTGATE_LOG_LEVEL", "info"},
 	{"log-format", "SLOTGATE_LOG_FORMAT", "json"},

@@ -37,6 +37,7 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 		}
 	}
 	c.ModelName = v.NonEmpty("model-name", r.ModelName)
+	c.AdmissionConfig = strings.TrimSpace(r.AdmissionConfig)
 	if c.EngineMetricsDialect == "trtllm" && slices.Contains(c.PassthroughPaths, "/metrics") {
 		v.Warn(v.Name("passthrough-paths") + " forwards /metrics to TensorRT-LLM, whose metrics drain on read: " +
 			"whatever scrapes it through the proxy takes iterations from slotgate's load; scrape slotgate's admin /metrics instead")

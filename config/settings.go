@@ -30,6 +30,7 @@ type raw struct {
 	RejectWhenBusy        string `flag:"reject-when-busy" env:"SLOTGATE_REJECT_WHEN_BUSY" envDefault:"false" bool:"true" usage:"refuse new requests with the overload status while the worker is busy, for frontends that cannot exclude busy workers"`
 	ORCAHeader            string `flag:"orca-header" env:"SLOTGATE_ORCA_HEADER" envDefault:"false" bool:"true" usage:"add an ORCA endpoint-load-metrics header (TEXT form) to proxied responses"`
 	AdminGRPCListen       string `flag:"admin-grpc-listen" env:"SLOTGATE_ADMIN_GRPC_LISTEN" envDefault:":9091" usage:"gRPC admin address: the LoadReporter service and gRPC health; off (or an empty flag): none; never the proxy port"`
+	AdmissionConfig       string `flag:"admission-config" env:"SLOTGATE_ADMISSION_CONFIG" usage:"YAML file of the admission policy: request classifier and policy-class queues; unset: every request admitted in one FIFO queue"`
 	ModelName             string `flag:"model-name" env:"SLOTGATE_MODEL_NAME" envDefault:"default" usage:"the model named in /busy_threshold answers"`
 	LogLevel              string `flag:"log-level" env:"SLOTGATE_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
 	LogFormat             string `flag:"log-format" env:"SLOTGATE_LOG_FORMAT" envDefault:"json" usage:"json or console"`
