@@ -83,6 +83,7 @@ var rules = []rule{
 	// The classifier plugin API is plain Go: plugins must not need to
 	// build against slotgate's HTTP, limiter or configuration machinery.
 	{pkg: "admission", stdlibOnly: true},
+	{pkg: "admission/builtin", stdlibOnly: true, allow: []string{module + "/admission"}},
 	// slotgate's own count of its flights and the busy rule: plain logic.
 	{pkg: "load/inflight", stdlibOnly: true},
 	{pkg: "load/busy", stdlibOnly: true},

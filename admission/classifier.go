@@ -18,6 +18,13 @@ type Classifier interface {
 	OnEvent(e Event)
 }
 
+// HeaderReader is implemented by a classifier that reads request headers
+// (Request.Header): slotgate captures the headers it names, lower-case,
+// in addition to the configured ones.
+type HeaderReader interface {
+	Headers() []string
+}
+
 // EventKind is a step of a request's lifecycle.
 type EventKind uint8
 

@@ -18,8 +18,12 @@
 //   - Events for one request are delivered in lifecycle order (Sent,
 //     Responding, then one of Completed or Aborted; Aborted alone when the
 //     request never reached the engine), each at most once, on the
-//     request's goroutine. Every request that Classify admitted gets
-//     exactly one Completed or Aborted.
+//     request's goroutine, and carry the very *Request that Classify was
+//     given. Every request that Classify admitted gets exactly one
+//     Completed or Aborted; a request Classify rejected, or whose context
+//     ended while it deferred, gets no event at all.
+//   - Inputs.Ingress is never zero: the proxy stamps every request on
+//     arrival.
 //   - A Rejection decides the answer: CapacityExhausted is the overload
 //     status (529 by default, DYN_HTTP_OVERLOAD_STATUS_CODE), RateLimited
 //     is 429. Any other error from Classify is answered as
