@@ -84,6 +84,8 @@ var rules = []rule{
 	// build against slotgate's HTTP, limiter or configuration machinery.
 	{pkg: "admission", stdlibOnly: true},
 	{pkg: "admission/builtin", stdlibOnly: true, allow: []string{module + "/admission"}},
+	// The policy file loader: YAML and the plugin API, nothing of slotgate's.
+	{pkg: "admission/policy", stdlibOnly: true, allow: []string{module + "/admission", "go.yaml.in/yaml/v3"}},
 	// slotgate's own count of its flights and the busy rule: plain logic.
 	{pkg: "load/inflight", stdlibOnly: true},
 	{pkg: "load/busy", stdlibOnly: true},

@@ -34,10 +34,10 @@ func (p Parameters) Decode(v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("parameters: %w", err)
+		return err // the caller says these were the parameters
 	}
 	if dec.More() {
-		return errors.New("parameters: trailing data")
+		return errors.New("trailing data after the parameters")
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func TestPassThroughParameters(t *testing.T) {
 		{name: "null", raw: "null"},
 		{name: "unknown field", raw: `{"max_wait_ms":5}`, contains: []string{"pass-through: ", `unknown field "max_wait_ms"`}},
 		{name: "not an object", raw: `[1]`, contains: []string{"pass-through: ", "cannot unmarshal array"}},
-		{name: "trailing data", raw: `{} {}`, want: "pass-through: parameters: trailing data"},
+		{name: "trailing data", raw: `{} {}`, want: "pass-through: trailing data after the parameters"},
 	})
 }
 
