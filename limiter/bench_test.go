@@ -147,3 +147,54 @@ func BenchmarkChanSemaphore(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTwoClasses measures a limiter with two policy classes (quanta 3
+// and 1): AcquireRelease uncontended, alternating the classes, as
+// BenchmarkAcquireRelease; Contended from GOMAXPROCS goroutines, each
+// alternating classes and costs, with about half as many slots as
+// goroutines, so requests queue and releases are scheduled by DRR.
+func BenchmarkTwoClasses(b *testing.B) {
+	opts := limiter.Options{Slots: 1, QueueLen: 1 << 20, Classes: []limiter.Class{
+		{Name: "interactive", Quantum: 3}, {Name: "batch", Quantum: 1},
+	}}
+	b.Run("AcquireRelease", func(b *testing.B) {
+		l := newLimiter(b, opts)
+		ctx := context.Background()
+		reqs := [2]limiter.Request{{Class: 0}, {Class: 1, Cost: 2}}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			release, err := l.AcquireRequest(ctx, reqs[i&1])
+			if err != nil {
+				b.Fatal(err)
+			}
+			release()
+			i++
+		}
+	})
+	b.Run("Contended", func(b *testing.B) {
+		opts := opts
+		opts.Slots = max(1, runtime.GOMAXPROCS(0)/2)
+		l := newLimiter(b, opts)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			ctx := context.Background()
+			reqs := [2]limiter.Request{{Class: 0}, {Class: 1, Cost: 2}}
+			i := 0
+			for pb.Next() {
+				release, err := l.AcquireRequest(ctx, reqs[i&1])
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				release()
+				i++
+			}
+		})
+		s := l.Stats()
+		if s.Holding != 0 || s.Waiting != 0 {
+			b.Fatalf("Holding %d Waiting %d after the benchmark", s.Holding, s.Waiting)
+		}
+		b.ReportMetric(float64(s.AdmittedQueued)/float64(b.N), "queued/op")
+	})
+}

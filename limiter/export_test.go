@@ -16,9 +16,13 @@ import (
 //   - holding < slots implies an empty queue (no barging, no false
 //     rejection: ErrQueueFull is only returned when this branch of
 //     AcquireRequest was not taken, i.e. holding >= slots or waiting > 0,
-//     and waiting >= queueLen);
-//   - the FIFO list is well formed, holds exactly waiting waiters, and none
-//     of them has been granted a slot.
+//     and waiting >= queueLen or the class is at its limit);
+//   - each class's waiting is within [0, Limit] and they add up to waiting;
+//   - the queue is well formed and holds exactly the waiters counted, none
+//     of them granted, each in its own class: the single FIFO without
+//     classes; with classes, one FIFO per class, the DRR ring linking
+//     exactly the non-empty classes, empty classes with a zero deficit and
+//     no deficit negative or beyond what the arithmetic allows.
 func (l *Limiter) CheckInvariants() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -35,32 +39,106 @@ func (l *Limiter) CheckInvariants() error {
 	if l.holding < l.slots && l.waiting != 0 {
 		errs = append(errs, fmt.Errorf("holding = %d < slots = %d with waiting = %d: a free slot is not handed to a waiter", l.holding, l.slots, l.waiting))
 	}
-	f, ok := l.queue.(*fifo)
-	if !ok {
-		errs = append(errs, fmt.Errorf("queue is %T, not *fifo", l.queue))
-		return errors.Join(errs...)
+	sum := 0
+	for i := range l.classes {
+		c := &l.classes[i]
+		sum += c.waiting
+		if c.waiting < 0 || (c.limit > 0 && c.waiting > c.limit) {
+			errs = append(errs, fmt.Errorf("class %d: waiting = %d, limit %d", i, c.waiting, c.limit))
+		}
 	}
-	n := 0
+	if sum != l.waiting {
+		errs = append(errs, fmt.Errorf("classes hold %d waiters, waiting = %d", sum, l.waiting))
+	}
+	switch q := l.queue.(type) {
+	case *fifo:
+		if len(l.classes) != 1 {
+			errs = append(errs, fmt.Errorf("plain FIFO with %d classes", len(l.classes)))
+		}
+		errs = append(errs, checkFIFO(q, l.waiting, &l.classes[0]))
+	case *drr:
+		errs = append(errs, l.checkDRR(q))
+	default:
+		errs = append(errs, fmt.Errorf("queue is %T", l.queue))
+	}
+	return errors.Join(errs...)
+}
+
+// checkFIFO checks that f is a well-formed list of n ungranted waiters of
+// class c.
+func checkFIFO(f *fifo, n int, c *class) error {
+	var errs []error
+	i := 0
 	var prev *waiter
 	for w := f.head; w != nil; w = w.next {
 		if w.prev != prev {
-			errs = append(errs, fmt.Errorf("queue entry %d: prev link broken", n))
+			errs = append(errs, fmt.Errorf("queue entry %d: prev link broken", i))
 			break
 		}
 		if w.granted {
-			errs = append(errs, fmt.Errorf("queue entry %d is still queued after being granted", n))
+			errs = append(errs, fmt.Errorf("queue entry %d is still queued after being granted", i))
+		}
+		if w.cls != c {
+			errs = append(errs, fmt.Errorf("queue entry %d is of class %q, queued in %q", i, w.cls.name, c.name))
+		}
+		if w.cost < 1 || w.cost > maxCost {
+			errs = append(errs, fmt.Errorf("queue entry %d has cost %d", i, w.cost))
 		}
 		prev = w
-		n++
-		if n > l.waiting+1 {
+		i++
+		if i > n+1 {
 			break // a cycle or a long list; reported below
 		}
 	}
 	if f.tail != prev {
 		errs = append(errs, errors.New("queue tail does not match the last entry"))
 	}
-	if n != l.waiting {
-		errs = append(errs, fmt.Errorf("queue holds %d entries, waiting = %d", n, l.waiting))
+	if i != n {
+		errs = append(errs, fmt.Errorf("queue holds %d entries, want %d", i, n))
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Limiter) checkDRR(d *drr) error {
+	var errs []error
+	active := 0
+	for i := range l.classes {
+		c := &l.classes[i]
+		if err := checkFIFO(&c.fifo, c.waiting, c); err != nil {
+			errs = append(errs, fmt.Errorf("class %d: %w", i, err))
+		}
+		if c.deficit < 0 || c.deficit >= maxCost+c.quantum {
+			errs = append(errs, fmt.Errorf("class %d: deficit %d out of range", i, c.deficit))
+		}
+		if c.fifo.head == nil {
+			if c.deficit != 0 || c.prev != nil || c.next != nil {
+				errs = append(errs, fmt.Errorf("class %d is empty with deficit %d, in the ring %t", i, c.deficit, c.next != nil))
+			}
+			continue
+		}
+		active++
+		if c.next == nil || c.prev == nil || c.next.prev != c || c.prev.next != c {
+			errs = append(errs, fmt.Errorf("class %d has waiters but is not linked in the ring", i))
+		}
+	}
+	if d.head == nil {
+		if active != 0 || d.charged {
+			errs = append(errs, fmt.Errorf("ring is empty with %d active classes, charged %t", active, d.charged))
+		}
+		return errors.Join(errs...)
+	}
+	n := 0
+	for c := d.head; ; c = c.next {
+		if c == nil || c.fifo.head == nil {
+			errs = append(errs, errors.New("ring holds an empty class"))
+			break
+		}
+		if n++; c.next == d.head || n > active {
+			break
+		}
+	}
+	if n != active {
+		errs = append(errs, fmt.Errorf("ring holds %d classes, %d have waiters", n, active))
 	}
 	return errors.Join(errs...)
 }

@@ -64,6 +64,15 @@ func TestFIFOQueue(t *testing.T) {
 	}
 }
 
+// enqueue queues a new waiter of class c, as AcquireRequest does.
+func (l *Limiter) enqueue(c int, cost int64) *waiter {
+	w := &waiter{ready: make(chan struct{}), cls: &l.classes[c], cost: cost}
+	l.queue.push(w)
+	l.waiting++
+	w.cls.waiting++
+	return w
+}
+
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
@@ -161,14 +170,10 @@ func TestWaitOutcomeWhenEverythingIsReady(t *testing.T) {
 				// One holder and w queued behind it, as AcquireRequest
 				// leaves them.
 				l.holding = 1
-				w := &waiter{ready: make(chan struct{})}
-				l.queue.push(w)
-				l.waiting++
+				w := l.enqueue(0, 1)
 				var next *waiter
 				if tt.nextWaiter {
-					next = &waiter{ready: make(chan struct{})}
-					l.queue.push(next)
-					l.waiting++
+					next = l.enqueue(0, 1)
 				}
 				if tt.granted {
 					// The holder releases: the slot is handed to w.

@@ -32,11 +32,25 @@ type Options struct {
 	// QueueTimeout bounds the time a request waits in the queue. Zero means
 	// no bound, as in Dynamo.
 	QueueTimeout time.Duration
+	// Classes are the policy classes, in order; Request.Class indexes them.
+	// Each class has its own FIFO queue, and freed slots are shared among
+	// the classes by deficit round robin; all classes together hold at most
+	// QueueLen waiters. Empty: one FIFO queue (class 0), as before.
+	Classes []Class
 }
 
 // Request carries what one caller asks of Acquire beyond its context. The
-// zero value is a plain FIFO request.
+// zero value is a plain FIFO request of class 0.
 type Request struct {
+	// Class indexes Options.Classes; it must be 0 when no classes are
+	// configured. Out of range, AcquireRequest returns an error wrapping
+	// ErrBadClass. An unlimited limiter never queues and ignores it.
+	Class int
+	// Cost is the scheduling cost charged to the class's deficit when the
+	// request is granted a slot after queuing: its share of the class's
+	// quantum. Zero or less means 1; more than 2^40 counts as 2^40. It is
+	// ignored when no classes are configured.
+	Cost int
 	// Deadline, when not zero, ends the queue wait at that instant with
 	// ErrQueueTimeout. The earlier of it and Options.QueueTimeout applies.
 	Deadline time.Time
@@ -57,12 +71,11 @@ type Limiter struct {
 	queue     queue
 	timeout   time.Duration
 	unlimited bool
+	// classes has at least one entry; Request.Class indexes it. Each class
+	// counts the queue outcomes of its requests; Stats adds them up.
+	classes []class
 
-	admittedDirect   atomic.Uint64
-	admittedQueued   atomic.Uint64
-	rejectedFull     atomic.Uint64
-	timedOut         atomic.Uint64
-	cancelledWaiting atomic.Uint64
+	admittedDirect atomic.Uint64
 }
 
 // New returns a Limiter with opts.Slots slots and opts.QueueLen queue places.
@@ -77,14 +90,21 @@ func New(opts Options) (*Limiter, error) {
 	if opts.QueueTimeout < 0 {
 		errs = append(errs, fmt.Errorf("queue timeout must not be negative, got %s", opts.QueueTimeout))
 	}
+	classes, classErrs := newClasses(opts.Classes)
+	errs = append(errs, classErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	var q queue = &fifo{}
+	if len(opts.Classes) > 0 {
+		q = &drr{}
 	}
 	return &Limiter{
 		slots:    opts.Slots,
 		queueLen: opts.QueueLen,
 		timeout:  opts.QueueTimeout,
-		queue:    &fifo{},
+		queue:    q,
+		classes:  classes,
 	}, nil
 }
 
@@ -92,7 +112,7 @@ func New(opts Options) (*Limiter, error) {
 // queues or refuses: the pass-through used when no engine limit is set. It
 // still counts holders, so gauges keep their meaning.
 func NewUnlimited() *Limiter {
-	return &Limiter{slots: math.MaxInt, queue: &fifo{}, unlimited: true}
+	return &Limiter{slots: math.MaxInt, queue: &fifo{}, unlimited: true, classes: make([]class, 1)}
 }
 
 // Acquire asks for a slot with a plain FIFO request. See AcquireRequest.
@@ -100,16 +120,21 @@ func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
 	return l.AcquireRequest(ctx, Request{})
 }
 
-// AcquireRequest takes a slot at once when one is free and nobody waits,
-// queues the request when the queue has room, and otherwise refuses it with
-// ErrQueueFull without waiting.
+// AcquireRequest takes a slot at once when one is free and nobody waits (in
+// any class), queues the request when the queue has room in total and in
+// its class, and otherwise refuses it with ErrQueueFull without waiting.
 //
 // On success it returns a release function that frees the slot (or hands it
-// to the oldest waiter); calling it more than once is a caller bug that does
+// to the next waiter); calling it more than once is a caller bug that does
 // nothing. On failure it returns ErrQueueFull, ErrQueueTimeout or ctx.Err(),
-// and the limiter is left as if the call never happened. A context that has
-// already ended is refused with ctx.Err() before anything is counted.
+// and the limiter is left as if the call never happened. A request whose
+// Class is out of range is refused first, with an error wrapping
+// ErrBadClass; then a context that has already ended is refused with
+// ctx.Err(). Neither is counted.
 func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func(), err error) {
+	if uint(req.Class) >= uint(len(l.classes)) && !l.unlimited {
+		return nil, l.badClass(req.Class)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -120,14 +145,16 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func
 		l.admittedDirect.Add(1)
 		return l.newRelease(), nil
 	}
-	if l.waiting >= l.queueLen {
+	c := &l.classes[req.Class]
+	if l.waiting >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit) {
 		l.mu.Unlock()
-		l.rejectedFull.Add(1)
+		c.rejectedFull.Add(1)
 		return nil, ErrQueueFull
 	}
-	w := &waiter{ready: make(chan struct{})}
+	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost)}
 	l.queue.push(w)
 	l.waiting++
+	c.waiting++
 	l.mu.Unlock()
 	deadline := l.deadline(req) // the wait is measured from entering the queue
 	if req.OnQueued != nil {
@@ -179,10 +206,10 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time) (func
 		// wins: the caller is gone, so the slot goes to the next waiter.
 		if err := ctx.Err(); err != nil {
 			l.releaseSlot()
-			l.cancelledWaiting.Add(1)
+			w.cls.cancelledWaiting.Add(1)
 			return nil, err
 		}
-		l.admittedQueued.Add(1)
+		w.cls.admittedQueued.Add(1)
 		return l.newRelease(), nil
 	case <-ctx.Done():
 		return l.giveUp(w, ctx.Err())
@@ -206,26 +233,27 @@ func (l *Limiter) giveUp(w *waiter, cause error) (func(), error) {
 	if !w.granted {
 		l.queue.remove(w)
 		l.waiting--
+		w.cls.waiting--
 		l.mu.Unlock()
-		l.countGiveUp(cause)
+		countGiveUp(w.cls, cause)
 		return nil, cause
 	}
 	if errors.Is(cause, ErrQueueTimeout) {
 		l.mu.Unlock()
-		l.admittedQueued.Add(1)
+		w.cls.admittedQueued.Add(1)
 		return l.newRelease(), nil
 	}
 	l.releaseLocked()
 	l.mu.Unlock()
-	l.countGiveUp(cause)
+	countGiveUp(w.cls, cause)
 	return nil, cause
 }
 
-func (l *Limiter) countGiveUp(cause error) {
+func countGiveUp(c *class, cause error) {
 	if errors.Is(cause, ErrQueueTimeout) {
-		l.timedOut.Add(1)
+		c.timedOut.Add(1)
 	} else {
-		l.cancelledWaiting.Add(1)
+		c.cancelledWaiting.Add(1)
 	}
 }
 
@@ -248,8 +276,9 @@ func (l *Limiter) releaseSlot() {
 }
 
 // releaseLocked frees one held slot. While the number of holders is within
-// the limit the slot passes directly to the oldest waiter, which keeps FIFO
-// order and leaves no instant in which a newcomer could take it. After the
+// the limit the slot passes directly to the next waiter (the oldest, or the
+// one deficit round robin picks among classes), which leaves no instant in
+// which a newcomer could take it. After the
 // limit was lowered, holders above it simply leave.
 func (l *Limiter) releaseLocked() {
 	if l.holding <= l.slots && l.waiting > 0 {
@@ -264,6 +293,7 @@ func (l *Limiter) releaseLocked() {
 // slot was not already held.
 func (l *Limiter) grantLocked(w *waiter) {
 	l.waiting--
+	w.cls.waiting--
 	w.granted = true
 	close(w.ready)
 }

@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -47,6 +48,7 @@ func TestModel(t *testing.T) {
 		queueTimeout time.Duration
 		setSlots     bool
 		unlimited    bool
+		classes      []limiter.Class
 	}{
 		{name: "N=1 Q=0", slots: 1},
 		{name: "N=1 Q=8", slots: 1, queueLen: 8},
@@ -56,6 +58,12 @@ func TestModel(t *testing.T) {
 		{name: "N=2 Q=128 set slots", slots: 2, queueLen: 128, setSlots: true},
 		{name: "N=32 Q=32 set slots", slots: 32, queueLen: 32, setSlots: true},
 		{name: "unlimited", unlimited: true},
+		{name: "classes N=1 Q=8", slots: 1, queueLen: 8, classes: []limiter.Class{
+			{Name: "a", Quantum: 3}, {Name: "b", Quantum: 1, Limit: 2}}},
+		{name: "classes N=4 Q=32 set slots timeout", slots: 4, queueLen: 32, queueTimeout: 50 * time.Microsecond, setSlots: true,
+			classes: []limiter.Class{{Name: "a", Quantum: 1, Limit: 20}, {Name: "b", Quantum: 2}, {Name: "c", Quantum: 7, Limit: 3}}},
+		{name: "classes N=8 Q=16 set slots", slots: 8, queueLen: 16, setSlots: true, classes: []limiter.Class{
+			{Name: "a", Quantum: 1}, {Name: "b", Quantum: 1}, {Name: "c", Quantum: 2}, {Name: "d", Quantum: 5, Limit: 1}}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,9 +73,10 @@ func TestModel(t *testing.T) {
 			if tt.unlimited {
 				l = limiter.NewUnlimited()
 			} else {
-				l = newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.queueLen, QueueTimeout: tt.queueTimeout})
+				l = newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.queueLen, QueueTimeout: tt.queueTimeout, Classes: tt.classes})
 			}
-			m := &model{t: t, l: l, unlimited: tt.unlimited}
+			m := &model{t: t, l: l, unlimited: tt.unlimited, classes: tt.classes}
+			m.perClass = make([]classSeen, max(1, len(tt.classes)))
 			if tt.unlimited {
 				m.bound.Store(math.MaxInt64)
 			} else {
@@ -82,6 +91,7 @@ type model struct {
 	t         *testing.T
 	l         *limiter.Limiter
 	unlimited bool
+	classes   []limiter.Class
 
 	// holders is the observed number of holders: incremented after Acquire
 	// returns a slot, decremented before release, so at every instant it is
@@ -102,8 +112,15 @@ type model struct {
 	// What callers saw.
 	direct, queuedOK, rejected, timedOut, cancelledQueued, endedBefore atomic.Uint64
 	onQueuedCalls                                                      atomic.Uint64
+	badClass                                                           atomic.Uint64
+	perClass                                                           []classSeen
 
 	failed atomic.Bool
+}
+
+// classSeen is what callers of one class saw.
+type classSeen struct {
+	queuedOK, rejected, timedOut, cancelledQueued atomic.Uint64
 }
 
 func (m *model) fail(format string, args ...any) {
@@ -170,6 +187,18 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 		req.Deadline = time.Now().Add(time.Duration(rng.IntN(120)-20) * time.Microsecond)
 	}
 	defer cancel()
+	// A random class and cost; now and then a class out of range, which
+	// must be refused with ErrBadClass before anything else.
+	class := rng.IntN(len(m.perClass))
+	req.Class, req.Cost = class, rng.IntN(6)-1
+	badClass := !m.unlimited && rng.IntN(50) == 0
+	if badClass {
+		req.Class = len(m.perClass) + rng.IntN(3)
+		if rng.IntN(2) == 0 {
+			req.Class = -1 - rng.IntN(3)
+		}
+	}
+	seen := &m.perClass[class]
 	queued := 0
 	req.OnQueued = func() {
 		queued++
@@ -181,6 +210,13 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 	if queued > 1 {
 		m.fail("OnQueued called %d times for one request", queued)
 	}
+	if badClass {
+		if !errors.Is(err, limiter.ErrBadClass) || release != nil || queued != 0 {
+			m.fail("class %d of %d: err %v, OnQueued calls %d; want ErrBadClass at once", req.Class, len(m.perClass), err, queued)
+		}
+		m.badClass.Add(1)
+		return
+	}
 	if endedBefore && (err != ctx.Err() || queued != 0) {
 		m.fail("context ended before Acquire: err %v, OnQueued calls %d; want ctx.Err() at once", err, queued)
 	}
@@ -188,6 +224,7 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 	case err == nil:
 		if queued == 1 {
 			m.queuedOK.Add(1)
+			seen.queuedOK.Add(1)
 		} else {
 			m.direct.Add(1)
 		}
@@ -200,14 +237,17 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 			m.fail("unlimited limiter refused a request")
 		}
 		m.rejected.Add(1)
+		seen.rejected.Add(1)
 	case errors.Is(err, limiter.ErrQueueTimeout):
 		if queued != 1 {
 			m.fail("ErrQueueTimeout without being queued")
 		}
 		m.timedOut.Add(1)
+		seen.timedOut.Add(1)
 	case err == ctx.Err():
 		if queued == 1 {
 			m.cancelledQueued.Add(1)
+			seen.cancelledQueued.Add(1)
 		} else {
 			m.endedBefore.Add(1)
 		}
@@ -303,8 +343,35 @@ func (m *model) sample(stop <-chan struct{}) {
 			s.RejectedFull < prev.RejectedFull || s.TimedOut < prev.TimedOut || s.CancelledWaiting < prev.CancelledWaiting {
 			m.fail("counters went back: %+v then %+v", prev, s)
 		}
+		m.checkClasses(s)
 		prev = s
 		runtime.Gosched()
+	}
+}
+
+// checkClasses checks a snapshot's per-class part: one entry per class
+// (none for an unlimited limiter), each within its Limit, adding up to the
+// total Waiting.
+func (m *model) checkClasses(s limiter.Stats) {
+	if m.unlimited {
+		if s.Classes != nil {
+			m.fail("unlimited limiter reports classes %+v", s.Classes)
+		}
+		return
+	}
+	if len(s.Classes) != len(m.perClass) {
+		m.fail("%d class entries, want %d", len(s.Classes), len(m.perClass))
+		return
+	}
+	sum := 0
+	for i, c := range s.Classes {
+		sum += c.Waiting
+		if len(m.classes) > 0 && (c.Name != m.classes[i].Name || (m.classes[i].Limit > 0 && c.Waiting > m.classes[i].Limit)) {
+			m.fail("class %d: %+v beyond %+v", i, c, m.classes[i])
+		}
+	}
+	if sum != s.Waiting {
+		m.fail("classes hold %d waiters, Waiting %d", sum, s.Waiting)
 	}
 }
 
@@ -323,8 +390,16 @@ func (m *model) reconcile(total uint64) {
 	check("TimedOut", s.TimedOut, m.timedOut.Load())
 	check("CancelledWaiting", s.CancelledWaiting, m.cancelledQueued.Load())
 	check("OnQueued calls", m.onQueuedCalls.Load(), m.queuedOK.Load()+m.timedOut.Load()+m.cancelledQueued.Load())
-	seen := m.direct.Load() + m.queuedOK.Load() + m.rejected.Load() + m.timedOut.Load() + m.cancelledQueued.Load() + m.endedBefore.Load()
+	seen := m.direct.Load() + m.queuedOK.Load() + m.rejected.Load() + m.timedOut.Load() + m.cancelledQueued.Load() + m.endedBefore.Load() + m.badClass.Load()
 	check("operations", seen, total)
+	m.checkClasses(s)
+	for i := range s.Classes {
+		c, p := s.Classes[i], &m.perClass[i]
+		check(fmt.Sprintf("class %d AdmittedQueued", i), c.AdmittedQueued, p.queuedOK.Load())
+		check(fmt.Sprintf("class %d RejectedFull", i), c.RejectedFull, p.rejected.Load())
+		check(fmt.Sprintf("class %d TimedOut", i), c.TimedOut, p.timedOut.Load())
+		check(fmt.Sprintf("class %d CancelledWaiting", i), c.CancelledWaiting, p.cancelledQueued.Load())
+	}
 	if s.Holding != 0 || s.Waiting != 0 || m.holders.Load() != 0 {
 		t.Errorf("at the end: Holding %d Waiting %d observed holders %d", s.Holding, s.Waiting, m.holders.Load())
 	}
@@ -339,8 +414,8 @@ func (m *model) reconcile(total uint64) {
 	if got := l.Stats().AdmittedDirect; got != s.AdmittedDirect+1 {
 		t.Errorf("fresh Acquire at the end was not a direct admission")
 	}
-	t.Logf("direct %d queued %d rejected %d timed out %d cancelled waiting %d ended before %d; max holders %d",
-		s.AdmittedDirect, s.AdmittedQueued, s.RejectedFull, s.TimedOut, s.CancelledWaiting, m.endedBefore.Load(), m.maxSeen.Load())
+	t.Logf("direct %d queued %d rejected %d timed out %d cancelled waiting %d ended before %d bad class %d; max holders %d; classes %+v",
+		s.AdmittedDirect, s.AdmittedQueued, s.RejectedFull, s.TimedOut, s.CancelledWaiting, m.endedBefore.Load(), m.badClass.Load(), m.maxSeen.Load(), s.Classes)
 }
 
 func yield(n int) {

@@ -8,13 +8,18 @@ type waiter struct {
 	// granted is set, under the lock, in the same step that closes ready, so
 	// a waiter that gives up can tell whether it already owns a slot.
 	granted bool
+	// cls is the waiter's policy class, which also counts its outcome.
+	cls *class
+	// cost is the scheduling cost, charged to the class's deficit by drr.
+	cost int64
 
 	prev, next *waiter
 }
 
 // queue is the order in which waiters are served. The limiter bounds its
-// length; the queue only orders. Today it is one FIFO; policy classes served
-// fairly will be another implementation of the same interface.
+// length, in total and per class; the queue only orders. Without policy
+// classes it is one FIFO (fifo); with them, one FIFO per class served by
+// deficit round robin (drr, drr.go).
 type queue interface {
 	push(w *waiter)
 	// pop removes and returns the next waiter to serve, or nil.

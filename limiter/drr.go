@@ -1,0 +1,137 @@
+package limiter
+
+// drr orders waiters of several policy classes by deficit round robin
+// (Shreedhar and Varghese, 1995), one grant at a time:
+//
+//   - Each class keeps its waiters in a FIFO list. The classes that have
+//     waiters form a ring in the order they last became non-empty; a class
+//     that becomes non-empty joins just behind the head, so it is visited
+//     after every class already waiting.
+//   - The head of the ring is the class being visited. A visit starts by
+//     adding the class's quantum to its deficit. While the visit lasts, each
+//     grant goes to the class's oldest waiter and subtracts that waiter's
+//     cost from the deficit.
+//   - The visit ends when, at a grant, the oldest waiter costs more than the
+//     deficit: the deficit is kept and the next class in the ring is
+//     visited. It also ends when the class empties, whether by a grant or
+//     because its last waiter left: the deficit is then reset to 0 and the
+//     class leaves the ring.
+//
+// Stepping through visits one at a time could take cost/quantum rounds for
+// one grant. pop finds in one pass over the ring which class standard DRR
+// would serve, and after how many visits, and charges every class exactly
+// the quanta those visits would have added, so each operation is O(1),
+// or O(number of classes) when a visit ends.
+type drr struct {
+	// head is the class being visited, or nil when no class has waiters.
+	head *class
+	// charged reports that head's visit has started: its quantum was added.
+	charged bool
+}
+
+func (d *drr) push(w *waiter) {
+	c := w.cls
+	if c.fifo.head == nil {
+		d.join(c)
+	}
+	c.fifo.push(w)
+}
+
+func (d *drr) remove(w *waiter) {
+	c := w.cls
+	c.fifo.remove(w)
+	if c.fifo.head == nil {
+		d.leave(c)
+	}
+}
+
+func (d *drr) pop() *waiter {
+	h := d.head
+	if h == nil {
+		return nil
+	}
+	if !d.charged || h.fifo.head.cost > h.deficit {
+		h = d.nextVisit()
+	}
+	w := h.fifo.head
+	h.deficit -= w.cost
+	d.remove(w)
+	return w
+}
+
+// nextVisit advances the ring to the class whose oldest waiter standard
+// DRR serves next, adding to every class the quanta of the visits made on
+// the way, and returns it; its visit has started and its oldest waiter
+// fits its deficit.
+//
+// The visits run in ring order from start: the head itself if its visit
+// has not started, else the class after it. The class at position i (from
+// 0) succeeds at its j-th visit, where j is the least j >= 1 with deficit
+// + j*quantum >= cost, and that visit comes at step (j-1)*k + i of k
+// classes. The least step wins: the least j, and among equal j the first
+// position. Classes before the winner are visited j times, those after it
+// j-1 times.
+func (d *drr) nextVisit() *class {
+	start := d.head
+	if d.charged {
+		start = start.next
+	}
+	var best *class
+	var bestJ int64
+	c := start
+	for {
+		need := c.fifo.head.cost - c.deficit
+		j := int64(1)
+		if need > c.quantum {
+			j = (need + c.quantum - 1) / c.quantum
+		}
+		if best == nil || j < bestJ {
+			best, bestJ = c, j
+		}
+		if c = c.next; c == start {
+			break
+		}
+	}
+	visits := bestJ
+	for c = start; ; c = c.next {
+		c.deficit += visits * c.quantum
+		if c == best {
+			visits--
+		}
+		if c.next == start {
+			break
+		}
+	}
+	d.head, d.charged = best, true
+	return best
+}
+
+// join puts c, which has just become non-empty, at the tail of the ring.
+func (d *drr) join(c *class) {
+	h := d.head
+	if h == nil {
+		c.prev, c.next = c, c
+		d.head, d.charged = c, false
+		return
+	}
+	c.prev, c.next = h.prev, h
+	h.prev.next = c
+	h.prev = c
+}
+
+// leave takes c, which has just become empty, out of the ring and resets
+// its deficit. If c was being visited, the next class's visit is due.
+func (d *drr) leave(c *class) {
+	c.deficit = 0
+	switch {
+	case c.next == c:
+		d.head, d.charged = nil, false
+	case d.head == c:
+		d.head, d.charged = c.next, false
+		fallthrough
+	default:
+		c.prev.next = c.next
+		c.next.prev = c.prev
+	}
+	c.prev, c.next = nil, nil
+}
