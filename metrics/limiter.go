@@ -17,7 +17,7 @@ const (
 type limiterCollector struct {
 	stats func() limiter.Stats
 
-	rejections, engine, queue, slotLimit, queueLimit *prometheus.Desc
+	rejections, engine, queue, slotLimit, queueLimit, classQueue *prometheus.Desc
 }
 
 func newLimiterCollector(stats func() limiter.Stats) *limiterCollector {
@@ -30,6 +30,8 @@ func newLimiterCollector(stats func() limiter.Stats) *limiterCollector {
 			"N, the engine slots (--engine-request-limit); 0 when no limit is set.", nil, nil),
 		queueLimit: prometheus.NewDesc("slotgate_request_queue_limit",
 			"Q, the places in the overflow queue (DYN_DYNAMO_REQUEST_QUEUE_LIMIT); 0 when no limit is set.", nil, nil),
+		classQueue: prometheus.NewDesc("slotgate_request_queue_class",
+			"Requests waiting in the queue of each policy class; they add up to dynamo_request_queue.", []string{"class"}, nil),
 	}
 }
 
@@ -39,6 +41,7 @@ func (c *limiterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.queue
 	ch <- c.slotLimit
 	ch <- c.queueLimit
+	ch <- c.classQueue
 }
 
 func (c *limiterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -48,4 +51,11 @@ func (c *limiterCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(s.Waiting))
 	ch <- prometheus.MustNewConstMetric(c.slotLimit, prometheus.GaugeValue, float64(s.Slots))
 	ch <- prometheus.MustNewConstMetric(c.queueLimit, prometheus.GaugeValue, float64(s.QueueLen))
+	for _, cs := range s.Classes {
+		name := cs.Name
+		if name == "" { // the one queue of a limiter without classes
+			name = DefaultClass
+		}
+		ch <- prometheus.MustNewConstMetric(c.classQueue, prometheus.GaugeValue, float64(cs.Waiting), name)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/report"
 	"github.com/slotgate/slotgate/metrics"
 	"github.com/slotgate/slotgate/proxy"
@@ -88,5 +89,63 @@ func TestLoadGaugesLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestPerClassMetrics: outcomes and queue waits by policy class, every
+// series at zero from the start, and each class's queue depth.
+func TestPerClassMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	stats := func() limiter.Stats {
+		return limiter.Stats{Slots: 1, QueueLen: 4, Waiting: 3, Classes: []limiter.ClassStats{
+			{Name: "interactive", Waiting: 1}, {Name: "batch", Waiting: 2}}}
+	}
+	m, err := metrics.New(reg, metrics.Options{Limiter: stats, Outcomes: proxy.Outcomes(), Classes: []string{"interactive", "batch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.RequestDone(string(proxy.AdmittedQueued), "batch")
+	m.RequestDone(string(proxy.AdmittedQueued), "platinum") // not configured: dropped
+	m.QueueWait("interactive", 0.5)
+	want := `
+# HELP slotgate_request_queue_class Requests waiting in the queue of each policy class; they add up to dynamo_request_queue.
+# TYPE slotgate_request_queue_class gauge
+slotgate_request_queue_class{class="batch"} 2
+slotgate_request_queue_class{class="interactive"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "slotgate_request_queue_class"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "slotgate_requests_total"); n != 2*len(proxy.Outcomes()) {
+		t.Errorf("slotgate_requests_total has %d series, want every outcome of both classes", n)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, s := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range s.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			if s.Counter != nil {
+				got[key] = s.Counter.GetValue()
+			}
+			if s.Histogram != nil {
+				got[key] = float64(s.Histogram.GetSampleCount())
+			}
+		}
+	}
+	for key, v := range map[string]float64{
+		"slotgate_requests_total,class=batch,outcome=admitted_queued":       1,
+		"slotgate_requests_total,class=interactive,outcome=admitted_queued": 0,
+		"slotgate_queue_wait_seconds,class=interactive":                     1,
+		"slotgate_queue_wait_seconds,class=batch":                           0,
+	} {
+		if got[key] != v {
+			t.Errorf("%s = %v, want %v", key, got[key], v)
+		}
 	}
 }

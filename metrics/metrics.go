@@ -20,6 +20,9 @@ type Options struct {
 	// Outcomes are the label values of slotgate_requests_total, created at
 	// zero. Required.
 	Outcomes []string
+	// Classes are the policy classes (label class); every outcome of every
+	// class is created at zero. Empty means one class, DefaultClass.
+	Classes []string
 	// Load returns the latest load snapshot; nil exposes no load metrics.
 	Load func() *report.Snapshot
 	// Version and Revision label slotgate_build_info.
@@ -29,38 +32,52 @@ type Options struct {
 // Metrics holds slotgate's collectors. Its methods are safe for concurrent
 // use and implement the proxy's Observer.
 type Metrics struct {
-	requests  map[string]prometheus.Counter
-	queueWait prometheus.Histogram
+	requests  map[classOutcome]prometheus.Counter
+	queueWait map[string]prometheus.Observer
 	firstByte prometheus.Histogram
 }
+
+// DefaultClass labels every request when no policy classes are
+// configured.
+const DefaultClass = "default"
+
+type classOutcome struct{ class, outcome string }
 
 // New registers every collector on reg.
 func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	if opts.Limiter == nil || len(opts.Outcomes) == 0 {
 		return nil, errors.New("metrics: a limiter source and the outcomes are required")
 	}
+	classes := opts.Classes
+	if len(classes) == 0 {
+		classes = []string{DefaultClass}
+	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotgate_requests_total",
-		Help: "Requests that went through admission, by how they ended.",
-	}, []string{"outcome"})
+		Help: "Requests that went through admission, by how they ended and their policy class.",
+	}, []string{"outcome", "class"})
+	queueWait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "slotgate_queue_wait_seconds",
+		Help:    "Time admitted requests waited for an engine slot (0 when one was free), and time refused ones spent queued, by policy class.",
+		Buckets: waitBuckets,
+	}, []string{"class"})
 	m := &Metrics{
-		requests: make(map[string]prometheus.Counter, len(opts.Outcomes)),
-		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "slotgate_queue_wait_seconds",
-			Help:    "Time admitted requests waited for an engine slot (0 when one was free), and time refused ones spent queued.",
-			Buckets: waitBuckets,
-		}),
+		requests:  make(map[classOutcome]prometheus.Counter, len(opts.Outcomes)*len(classes)),
+		queueWait: make(map[string]prometheus.Observer, len(classes)),
 		firstByte: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "slotgate_time_to_first_byte_seconds",
 			Help:    "Time from a request's arrival, queue wait included, to the first byte of the engine's response.",
 			Buckets: waitBuckets,
 		}),
 	}
-	for _, o := range opts.Outcomes {
-		m.requests[o] = requests.WithLabelValues(o)
+	for _, c := range classes {
+		m.queueWait[c] = queueWait.WithLabelValues(c)
+		for _, o := range opts.Outcomes {
+			m.requests[classOutcome{c, o}] = requests.WithLabelValues(o, c)
+		}
 	}
 	cs := []prometheus.Collector{
-		requests, m.queueWait, m.firstByte,
+		requests, queueWait, m.firstByte,
 		newLimiterCollector(opts.Limiter),
 		buildInfo(opts.Version, opts.Revision),
 		collectors.NewGoCollector(),
@@ -81,16 +98,21 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 // far more than prometheus.DefBuckets' 10 s.
 var waitBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
-// RequestDone counts one request under its outcome. An outcome not given
-// to New is a programming error and is dropped rather than crash a request.
-func (m *Metrics) RequestDone(outcome string) {
-	if c, ok := m.requests[outcome]; ok {
+// RequestDone counts one request under its outcome and class. An
+// outcome or class not given to New is a programming error and is dropped
+// rather than crash a request.
+func (m *Metrics) RequestDone(outcome, class string) {
+	if c, ok := m.requests[classOutcome{class, outcome}]; ok {
 		c.Inc()
 	}
 }
 
-// QueueWait observes one queue wait.
-func (m *Metrics) QueueWait(seconds float64) { m.queueWait.Observe(seconds) }
+// QueueWait observes one queue wait of a request of class.
+func (m *Metrics) QueueWait(class string, seconds float64) {
+	if o, ok := m.queueWait[class]; ok {
+		o.Observe(seconds)
+	}
+}
 
 // FirstByte observes one time to first byte.
 func (m *Metrics) FirstByte(seconds float64) { m.firstByte.Observe(seconds) }

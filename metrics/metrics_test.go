@@ -155,9 +155,9 @@ func TestRequestsTotalStartsAtZeroForEveryOutcome(t *testing.T) {
 
 func TestRequestDoneCountsItsOutcome(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
-	m.RequestDone(string(proxy.AdmittedQueued))
-	m.RequestDone(string(proxy.AdmittedQueued))
-	m.RequestDone(string(proxy.RejectedCapacity))
+	m.RequestDone(string(proxy.AdmittedQueued), metrics.DefaultClass)
+	m.RequestDone(string(proxy.AdmittedQueued), metrics.DefaultClass)
+	m.RequestDone(string(proxy.RejectedCapacity), metrics.DefaultClass)
 
 	want := map[string]float64{}
 	for _, o := range proxy.Outcomes() {
@@ -183,7 +183,7 @@ func TestRequestDoneUnknownOutcomeIsDropped(t *testing.T) {
 					t.Errorf("RequestDone(%q) panicked: %v", o, r)
 				}
 			}()
-			m.RequestDone(o)
+			m.RequestDone(o, metrics.DefaultClass)
 		}()
 	}
 	after := outcomeCounts(t, reg)
@@ -202,9 +202,9 @@ func TestHistograms(t *testing.T) {
 	if got := histogram(t, reg, "slotgate_queue_wait_seconds").GetSampleCount(); got != 0 {
 		t.Errorf("slotgate_queue_wait_seconds count = %d before any observation, want 0", got)
 	}
-	m.QueueWait(0)
-	m.QueueWait(0.2)
-	m.QueueWait(450) // LLM queues are long: this must land in a finite bucket
+	m.QueueWait(metrics.DefaultClass, 0)
+	m.QueueWait(metrics.DefaultClass, 0.2)
+	m.QueueWait(metrics.DefaultClass, 450) // LLM queues are long: this must land in a finite bucket
 	m.FirstByte(1.5)
 
 	qw := histogram(t, reg, "slotgate_queue_wait_seconds")
@@ -240,8 +240,8 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			for range each {
-				m.RequestDone(string(proxy.AdmittedDirect))
-				m.QueueWait(0.001)
+				m.RequestDone(string(proxy.AdmittedDirect), metrics.DefaultClass)
+				m.QueueWait(metrics.DefaultClass, 0.001)
 				m.FirstByte(0.01)
 			}
 		})
@@ -266,8 +266,8 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 func TestLint(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
 	// Observe something so that every family has samples to lint.
-	m.RequestDone(string(proxy.AdmittedDirect))
-	m.QueueWait(0.1)
+	m.RequestDone(string(proxy.AdmittedDirect), metrics.DefaultClass)
+	m.QueueWait(metrics.DefaultClass, 0.1)
 	m.FirstByte(0.2)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -423,7 +423,7 @@ slotgate_request_queue_limit 2
 
 func TestHandlerServesTextFormat(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
-	m.RequestDone(string(proxy.EngineError))
+	m.RequestDone(string(proxy.EngineError), metrics.DefaultClass)
 	srv := httptest.NewServer(metrics.Handler(reg))
 	defer srv.Close()
 
@@ -449,8 +449,8 @@ func TestHandlerServesTextFormat(t *testing.T) {
 		"\ndynamo_request_queue 5\n",
 		"# TYPE dynamo_rejection_request_total counter\n",
 		"\ndynamo_rejection_request_total 7\n",
-		"\nslotgate_requests_total{outcome=\"engine_error\"} 1\n",
-		"\nslotgate_requests_total{outcome=\"admitted_direct\"} 0\n",
+		"\nslotgate_requests_total{class=\"default\",outcome=\"engine_error\"} 1\n",
+		"\nslotgate_requests_total{class=\"default\",outcome=\"admitted_direct\"} 0\n",
 		"\nslotgate_build_info{revision=\"r\",version=\"v\"} 1\n",
 		"\ngo_goroutines ",
 	} {
@@ -545,10 +545,11 @@ func outcomeCounts(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, m := range mf.GetMetric() {
-		if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetName() != "outcome" {
-			t.Fatalf("slotgate_requests_total series with labels %v, want only outcome", m.GetLabel())
+		l := m.GetLabel() // sorted by name
+		if len(l) != 2 || l[0].GetName() != "class" || l[0].GetValue() != metrics.DefaultClass || l[1].GetName() != "outcome" {
+			t.Fatalf("slotgate_requests_total series with labels %v, want class=default and outcome", l)
 		}
-		out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		out[l[1].GetValue()] = m.GetCounter().GetValue()
 	}
 	return out
 }
