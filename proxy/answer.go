@@ -18,6 +18,7 @@ const (
 	MessageUnreachable  = "Server unavailable: engine unreachable"
 	MessageDraining     = "Server unavailable: draining"
 	MessageBusy         = "Server overloaded: worker busy"
+	MessagePolicy       = "Server overloaded: request rejected by admission policy"
 )
 
 // ReasonHeader carries a machine-readable reason on every answer slotgate
@@ -54,7 +55,12 @@ func newAnswer(status int, typ, message, reason, retryAfter string) answer {
 // answers holds every answer, rendered once at start-up so that a rejection
 // costs no encoding.
 type answers struct {
-	capacity, queueTimeout, busy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
+	// overloadStatus and retryAfter render the answers of a classifier's
+	// own messages, which are not known in advance.
+	overloadStatus int
+	retryAfter     string
+
+	capacity, queueTimeout, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
 }
 
 func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
@@ -63,6 +69,9 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 		ra = strconv.Itoa(retryAfterSeconds)
 	}
 	return answers{
+		overloadStatus: overload,
+		retryAfter:     ra,
+		policy:         newAnswer(overload, "Overloaded", MessagePolicy, "policy", ra),
 		capacity:       newAnswer(overload, "Overloaded", MessageCapacity, "capacity", ra),
 		queueTimeout:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
 		busy:           newAnswer(overload, "Overloaded", MessageBusy, "busy", ra),
@@ -107,3 +116,9 @@ var (
 	contentTypeJSON = []string{"application/json"}
 	connectionClose = []string{"close"}
 )
+
+// rendered renders an answer with a classifier's own message, with
+// Retry-After like the other overload answers.
+func (a *answers) rendered(status int, typ, message, reason string) answer {
+	return newAnswer(status, typ, message, reason, a.retryAfter)
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"sync"
 )
 
 // errBodyTooLarge ends a queue wait whose request body passed the limit.
@@ -66,4 +67,51 @@ func withBody(r *http.Request, buf []byte) *http.Request {
 		out.Body = http.NoBody
 	}
 	return out
+}
+
+// lazyBody starts reading a request's body when the request has to wait,
+// at most once. start may be called from the limiter's OnQueued or from
+// the classifier's deferral timer, on another goroutine; get returns the
+// read, or nil when none was started.
+type lazyBody struct {
+	body   io.Reader
+	max    int64
+	cancel context.CancelCauseFunc
+
+	mu        sync.Mutex
+	q         *queuedBody
+	timerDone bool // the deferral timer may no longer start the read
+}
+
+// start begins the read unless it has begun.
+func (l *lazyBody) start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q == nil {
+		l.q = readQueuedBody(l.body, l.max, l.cancel)
+	}
+}
+
+// startDeferred is the deferral timer's start: it does nothing once
+// stopTimer was called, so a timer that fires late cannot start a read
+// the handler no longer expects.
+func (l *lazyBody) startDeferred() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q == nil && !l.timerDone {
+		l.q = readQueuedBody(l.body, l.max, l.cancel)
+	}
+}
+
+// stopTimer ends the deferral timer's say.
+func (l *lazyBody) stopTimer() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timerDone = true
+}
+
+func (l *lazyBody) get() *queuedBody {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.q
 }

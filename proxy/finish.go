@@ -25,6 +25,7 @@ func (p *Proxy) finish(rec *recorder, r *http.Request) {
 		rec.status = StatusClientClosedRequest
 	}
 	end := time.Now()
+	p.endLifecycle(rec)
 	if rec.outcome != Passthrough {
 		p.changed() // the slot or queue place is free by now
 	}
@@ -39,9 +40,9 @@ func (p *Proxy) report(rec *recorder, end time.Time) {
 	if rec.outcome == Passthrough {
 		return
 	}
-	p.obs.RequestDone(string(rec.outcome))
+	p.obs.RequestDone(string(rec.outcome), rec.class)
 	if rec.admitted || rec.queued {
-		p.obs.QueueWait(rec.queueWait.Seconds())
+		p.obs.QueueWait(rec.class, rec.queueWait.Seconds())
 	}
 	if !rec.firstByte.IsZero() && (rec.outcome == AdmittedDirect || rec.outcome == AdmittedQueued) {
 		p.obs.FirstByte(rec.firstByte.Sub(rec.start).Seconds())

@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"time"
 
+	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/limiter"
 )
 
@@ -23,7 +24,7 @@ const smallBody = 64 << 10
 // before the body is read; the slot is released (deferred last, so it runs
 // first) before the request is reported.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &recorder{ResponseWriter: w, start: time.Now(), id: p.ids.forRequest(r), bytesIn: r.ContentLength,
+	rec := &recorder{ResponseWriter: w, start: time.Now(), id: p.ids.forRequest(r), bytesIn: r.ContentLength, class: p.class,
 		bodyPending: r.ProtoMajor == 1 && (r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody))}
 	defer p.finish(rec, r)
 	switch {
@@ -58,29 +59,40 @@ func (p *Proxy) refuse(rec *recorder, a *answer, outcome Outcome) {
 	a.write(rec)
 }
 
-// admit takes a slot for r, or answers it. It returns the slot's release
-// function and the request to forward, or a nil release when r was answered.
+// admit classifies r and takes a slot for it, or answers it. It returns
+// the slot's release function and the request to forward, or a nil
+// release when r was answered.
+//
+// The body of a request that waits (deferred by its classifier, or in the
+// queue) is read meanwhile, so that a client that leaves is seen at once:
+// net/http notices a closed connection only once the body has been read.
 func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	var body *queuedBody
+	lb := &lazyBody{body: r.Body, max: p.maxBody, cancel: cancel}
+	lreq, err := p.classify(ctx, rec, r, lb)
+	if err != nil {
+		p.settleBody(rec, r, lb.get(), true)
+		p.refuseClassified(ctx, rec, r, err)
+		return nil, r
+	}
+	if rec.outcome != "" { // answered by classify
+		p.settleBody(rec, r, lb.get(), true)
+		return nil, r
+	}
 	var queuedAt time.Time
-	release, err := p.lim.AcquireRequest(ctx, limiter.Request{OnQueued: func() {
+	lreq.OnQueued = func() {
 		queuedAt = time.Now()
-		body = readQueuedBody(r.Body, p.maxBody, cancel)
+		lb.start()
 		p.changed()
-	}})
-	if body != nil {
-		if err != nil && !body.finished() {
-			// Nobody will read the rest of the body: end the read now
-			// rather than wait for a slow client.
-			_ = http.NewResponseController(rec).SetReadDeadline(time.Now())
-		}
-		<-body.done
+	}
+	release, err := p.lim.AcquireRequest(ctx, lreq)
+	body := lb.get()
+	if !queuedAt.IsZero() {
 		rec.queued, rec.queueWait = true, time.Since(queuedAt)
-		// A body read to its end leaves nothing on the connection; one whose
-		// read failed or was cut short may leave anything.
-		rec.bodyPending = body.err != nil && r.ProtoMajor == 1
+	}
+	if body != nil {
+		p.settleBody(rec, r, body, err != nil)
 		if err == nil && body.err != nil {
 			release()
 			err = context.Cause(ctx)
@@ -96,11 +108,30 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 		return nil, r
 	}
 	rec.admitted, rec.outcome = true, AdmittedDirect
+	if rec.queued {
+		rec.outcome = AdmittedQueued
+	}
 	if body != nil {
-		rec.outcome, rec.bytesIn = AdmittedQueued, int64(len(body.buf))
+		rec.bytesIn = int64(len(body.buf))
 		return release, withBody(r, body.buf)
 	}
 	return release, p.watchBody(rec, r)
+}
+
+// settleBody waits for the read of a waiting request's body to end; when
+// the request is refused, it ends the read at once rather than wait for a
+// slow client.
+func (p *Proxy) settleBody(rec *recorder, r *http.Request, body *queuedBody, refused bool) {
+	if body == nil {
+		return
+	}
+	if refused && !body.finished() {
+		_ = http.NewResponseController(rec).SetReadDeadline(time.Now())
+	}
+	<-body.done
+	// A body read to its end leaves nothing on the connection; one whose
+	// read failed or was cut short may leave anything.
+	rec.bodyPending = body.err != nil && r.ProtoMajor == 1
 }
 
 // watchBody wraps the body of a directly admitted request: bounded when
@@ -156,6 +187,7 @@ func (p *Proxy) forward(rec *recorder, r *http.Request) {
 	if r.ProtoMajor == 1 && r.ContentLength != 0 {
 		_ = http.NewResponseController(rec).EnableFullDuplex()
 	}
+	p.event(rec, admission.Sent)
 	p.rp.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), recorderKey{}, rec)))
 }
 

@@ -29,19 +29,29 @@ const bound = 10 * time.Second
 type recObserver struct {
 	mu         sync.Mutex
 	done       map[string]int
+	byClass    map[string]int // "outcome/class"
 	queueWaits []float64
 	firstBytes []float64
 }
 
-func newRecObserver() *recObserver { return &recObserver{done: make(map[string]int)} }
+func newRecObserver() *recObserver {
+	return &recObserver{done: make(map[string]int), byClass: make(map[string]int)}
+}
 
-func (o *recObserver) RequestDone(outcome string) {
+func (o *recObserver) RequestDone(outcome, class string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.done[outcome]++
+	o.byClass[outcome+"/"+class]++
 }
 
-func (o *recObserver) QueueWait(seconds float64) {
+func (o *recObserver) classCount(key string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.byClass[key]
+}
+
+func (o *recObserver) QueueWait(_ string, seconds float64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.queueWaits = append(o.queueWaits, seconds)

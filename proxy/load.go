@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/load/estimate"
 	"github.com/slotgate/slotgate/load/inflight"
 )
@@ -30,7 +31,7 @@ func (p *Proxy) trackFlight(rec *recorder, r *http.Request) *http.Request {
 	}
 	out := new(http.Request)
 	*out = *r
-	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), flight: rec.flight}
+	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), flight: rec.flight, rec: rec}
 	return out
 }
 
@@ -53,6 +54,7 @@ func rank(h http.Header) int {
 type promptBody struct {
 	*estimate.PromptReader
 	flight *inflight.Flight
+	rec    *recorder
 	done   atomic.Bool
 }
 
@@ -74,6 +76,7 @@ func (b *promptBody) report() {
 	est, ended := b.Estimate()
 	if ended && b.done.CompareAndSwap(false, true) {
 		b.flight.SetPrompt(est.PromptTokens)
+		b.rec.promptTokens.Store(int64(est.PromptTokens))
 	}
 }
 
@@ -84,14 +87,18 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		p.loadHeaders(resp.Header)
 	}
 	rec, ok := resp.Request.Context().Value(recorderKey{}).(*recorder)
-	if !ok || rec.flight == nil {
+	if !ok {
+		return nil
+	}
+	p.event(rec, admission.Responding)
+	if rec.flight == nil {
 		return nil
 	}
 	if !countable(resp) {
 		rec.flight.Prefilled()
 		return nil
 	}
-	resp.Body = &tokenBody{ReadCloser: resp.Body, counter: estimate.NewStreamCounter(), flight: rec.flight}
+	resp.Body = &tokenBody{ReadCloser: resp.Body, counter: estimate.NewStreamCounter(), flight: rec.flight, rec: rec}
 	return nil
 }
 
@@ -116,6 +123,7 @@ type tokenBody struct {
 	io.ReadCloser
 	counter   *estimate.StreamCounter
 	flight    *inflight.Flight
+	rec       *recorder
 	generated int
 	first     bool
 }
@@ -144,5 +152,8 @@ func (b *tokenBody) update() {
 	if c.Generated != b.generated {
 		b.generated = c.Generated
 		b.flight.SetGenerated(c.Generated)
+		if b.rec.adm != nil {
+			b.rec.adm.SetContextTokens(int(b.rec.promptTokens.Load()) + c.Generated)
+		}
 	}
 }

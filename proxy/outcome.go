@@ -14,6 +14,11 @@ const (
 	AdmittedQueued       Outcome = "admitted_queued"
 	RejectedCapacity     Outcome = "rejected_capacity"
 	RejectedQueueTimeout Outcome = "rejected_queue_timeout"
+	// RejectedPolicy: refused by the admission policy's classifier
+	// (capacity exhausted, or a class it chose that does not exist).
+	RejectedPolicy Outcome = "rejected_policy"
+	// RejectedRateLimited: refused by the classifier as rate limited (429).
+	RejectedRateLimited Outcome = "rejected_rate_limited"
 	// RejectedBusy: refused while the worker was busy (--reject-when-busy).
 	RejectedBusy        Outcome = "rejected_busy"
 	RejectedUnavailable Outcome = "rejected_unavailable"
@@ -37,7 +42,7 @@ const (
 func Outcomes() []string {
 	return []string{
 		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
-		string(RejectedQueueTimeout), string(RejectedBusy), string(RejectedUnavailable), string(RejectedDraining),
+		string(RejectedQueueTimeout), string(RejectedPolicy), string(RejectedRateLimited), string(RejectedBusy), string(RejectedUnavailable), string(RejectedDraining),
 		string(RejectedTooLarge), string(RejectedBadRequest), string(CancelledQueued), string(CancelledRunning),
 		string(EngineError),
 	}
@@ -48,11 +53,12 @@ func Outcomes() []string {
 type Observer interface {
 	// RequestDone is called once per request that went through admission.
 	// The outcome is one of Outcomes, as a string so that implementations
-	// need not import this package.
-	RequestDone(outcome string)
+	// need not import this package; the class is the request's policy
+	// class (DefaultClass without an admission policy).
+	RequestDone(outcome, class string)
 	// QueueWait is called once per request that was admitted (zero when it
 	// took a free slot at once) or left the queue without a slot.
-	QueueWait(seconds float64)
+	QueueWait(class string, seconds float64)
 	// FirstByte is called once per request served by the engine (outcome
 	// admitted_direct or admitted_queued), with the time from arrival
 	// (queue wait included) to the first byte of the response.
@@ -61,6 +67,6 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) RequestDone(string) {}
-func (nopObserver) QueueWait(float64)  {}
-func (nopObserver) FirstByte(float64)  {}
+func (nopObserver) RequestDone(string, string) {}
+func (nopObserver) QueueWait(string, float64)  {}
+func (nopObserver) FirstByte(float64)          {}

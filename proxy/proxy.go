@@ -46,6 +46,9 @@ type Options struct {
 	// LoadHeaders, when set, adds headers to every proxied response (the
 	// ORCA load report); it runs on the request path and must be fast.
 	LoadHeaders func(http.Header)
+	// Admission, when set, classifies each request before it is queued;
+	// nil admits every request as class DefaultClass.
+	Admission *Admission
 	// Changed, when set, is called after the admission state may have
 	// changed: a request entered the queue, or a request ended (its slot
 	// or queue place released). It must not block.
@@ -78,6 +81,9 @@ type Proxy struct {
 	loadHeaders func(http.Header)
 	busy        func() bool
 	changed     func()
+	admission   *Admission
+	class       string // the class of an unclassified request
+	unlimited   bool   // the limiter has no cap, hence no queues
 }
 
 // New checks opts and returns a Proxy.
@@ -98,6 +104,12 @@ func New(opts Options) (*Proxy, error) {
 		loadHeaders: opts.LoadHeaders,
 		busy:        opts.Busy,
 		changed:     opts.Changed,
+		admission:   opts.Admission,
+		class:       DefaultClass,
+		unlimited:   opts.Limiter != nil && opts.Limiter.Stats().Unlimited,
+	}
+	if opts.Admission != nil {
+		p.class = opts.Admission.DefaultClass
 	}
 	p.setDefaults(opts)
 	for _, path := range opts.PassthroughPaths {
@@ -128,6 +140,11 @@ func (o *Options) validate() error {
 	}
 	if o.OverloadStatus != 0 && (o.OverloadStatus < 200 || o.OverloadStatus > 999) {
 		errs = append(errs, fmt.Errorf("overload status must be from 200 through 999, got %d", o.OverloadStatus))
+	}
+	if o.Admission != nil {
+		if err := o.Admission.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.RetryAfter < 0 || o.MaxRequestBodyBytes < 0 {
 		errs = append(errs, errors.New("retry-after and the body limit must not be negative"))

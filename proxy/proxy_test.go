@@ -1067,7 +1067,8 @@ func TestOutcomesListsEveryReportedOutcome(t *testing.T) {
 	want := map[string]bool{}
 	for _, o := range []proxy.Outcome{
 		proxy.AdmittedDirect, proxy.AdmittedQueued, proxy.RejectedCapacity, proxy.RejectedQueueTimeout,
-		proxy.RejectedBusy, proxy.RejectedUnavailable, proxy.RejectedDraining, proxy.RejectedTooLarge, proxy.RejectedBadRequest,
+		proxy.RejectedPolicy, proxy.RejectedRateLimited, proxy.RejectedBusy, proxy.RejectedUnavailable, proxy.RejectedDraining,
+		proxy.RejectedTooLarge, proxy.RejectedBadRequest,
 		proxy.CancelledQueued,
 		proxy.CancelledRunning, proxy.EngineError,
 	} {

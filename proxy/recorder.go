@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/load/inflight"
 )
 
@@ -40,6 +41,14 @@ type recorder struct {
 	// flight is the request's load as slotgate counts it, from its slot
 	// to the slot's release; nil when untracked.
 	flight *inflight.Flight
+	// class is the request's policy class, for the metrics.
+	class string
+	// adm is the request as its classifier saw it, once classified; nil
+	// without an admission policy. Its lifecycle events follow it.
+	adm *admission.Request
+	// promptTokens is the prompt estimate once the body has passed
+	// (written by the transport's goroutine), for the context size.
+	promptTokens atomic.Int64
 }
 
 // watchedBody records the first read error of a forwarded request body,

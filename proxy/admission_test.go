@@ -1,0 +1,256 @@
+package proxy_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotgate/slotgate/admission"
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// fakeClassifier records what it saw and does what the test says.
+type fakeClassifier struct {
+	classify func(ctx context.Context, r *admission.Request) error
+
+	mu     sync.Mutex
+	seen   []*admission.Request
+	events map[string][]string // by request id: kind[/reason]
+}
+
+func newFakeClassifier(classify func(context.Context, *admission.Request) error) *fakeClassifier {
+	return &fakeClassifier{classify: classify, events: map[string][]string{}}
+}
+
+func (f *fakeClassifier) Classify(ctx context.Context, r *admission.Request) error {
+	f.mu.Lock()
+	f.seen = append(f.seen, r)
+	f.mu.Unlock()
+	if f.classify == nil {
+		return nil
+	}
+	return f.classify(ctx, r)
+}
+
+func (f *fakeClassifier) OnEvent(e admission.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := e.Kind.String()
+	if e.Reason != admission.NotAborted {
+		s += "/" + e.Reason.String()
+	}
+	f.events[e.Request.ID()] = append(f.events[e.Request.ID()], s)
+}
+
+func (f *fakeClassifier) eventsOf(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.events[id]...)
+}
+
+func admissionHarness(t *testing.T, eng http.Handler, f *fakeClassifier, limits limiter.Options) *harness {
+	t.Helper()
+	if limits.Classes == nil {
+		limits.Classes = []limiter.Class{{Name: "interactive", Quantum: 1}, {Name: "batch", Quantum: 1}}
+	}
+	return newHarness(t, harnessConfig{engine: eng, limits: limits, options: func(o *proxy.Options) {
+		o.Admission = &proxy.Admission{Classifier: f, Classes: []string{"interactive", "batch"}, DefaultClass: "batch",
+			SessionHeader: "x-session-id", CaptureHeaders: []string{"x-session-id", "x-priority"}}
+	}})
+}
+
+func idRequest(t *testing.T, h *harness, id string, hdr map[string]string) *http.Request {
+	t.Helper()
+	req := newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt))
+	req.Header.Set("X-Request-Id", id)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+func TestClassifierSeesInputsAndLifecycle(t *testing.T) {
+	f := newFakeClassifier(func(_ context.Context, r *admission.Request) error {
+		r.SetPolicyClass("interactive")
+		return nil
+	})
+	h := admissionHarness(t, okEngine(t), f, limiter.Options{Slots: 1, QueueLen: 4})
+	res := h.do(idRequest(t, h, "r1", map[string]string{"X-Session-Id": "s1", "X-Priority": "high", "X-Other": "no"}))
+	if res.status != http.StatusOK {
+		t.Fatalf("status %d %v", res.status, res.err)
+	}
+	r := f.seen[0]
+	if r.ID() != "r1" || r.Session() != "s1" || r.PolicyClass() != "interactive" {
+		t.Errorf("request: id %q session %q class %q", r.ID(), r.Session(), r.PolicyClass())
+	}
+	if v, _ := r.Header("x-priority"); v != "high" {
+		t.Errorf("captured x-priority = %q", v)
+	}
+	if _, ok := r.Header("x-other"); ok {
+		t.Error("an uncaptured header reached the classifier")
+	}
+	if n, ok := r.InputTokens(); !ok || n != len(prompt)/4 {
+		t.Errorf("input tokens %d, %v; want %d from the declared length", n, ok, len(prompt)/4)
+	}
+	waitFor(t, "the last event", func() bool { return len(f.eventsOf("r1")) == 3 })
+	if got := f.eventsOf("r1"); strings.Join(got, ",") != "sent,responding,completed" {
+		t.Errorf("events %v, want sent, responding, completed", got)
+	}
+	if got := h.waitDone(1).done; got[string(proxy.AdmittedDirect)] != 1 {
+		t.Errorf("outcomes %v", got)
+	}
+}
+
+func TestClassifierRejections(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		status  int
+		reason  string
+		message string
+		outcome proxy.Outcome
+	}{
+		{"capacity", admission.Reject(admission.CapacityExhausted, "budget spent"), 529, "policy", "budget spent", proxy.RejectedPolicy},
+		{"rate limited", admission.Reject(admission.RateLimited, "slow down"), 429, "rate_limited", "slow down", proxy.RejectedRateLimited},
+		{"plain error", context.DeadlineExceeded, 529, "policy", proxy.MessagePolicy, proxy.RejectedPolicy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeClassifier(func(context.Context, *admission.Request) error { return tc.err })
+			h := admissionHarness(t, okEngine(t), f, limiter.Options{Slots: 1, QueueLen: 4})
+			res := h.do(idRequest(t, h, "r", nil))
+			if res.status != tc.status || res.header.Get(proxy.ReasonHeader) != tc.reason || !strings.Contains(res.body, tc.message) {
+				t.Errorf("answer %d %q %q", res.status, res.header.Get(proxy.ReasonHeader), res.body)
+			}
+			h.waitOutcome(tc.outcome)
+			if n := h.engine.count("/v1/completions"); n != 0 {
+				t.Errorf("engine saw %d", n)
+			}
+			if got := f.eventsOf("r"); len(got) != 0 {
+				t.Errorf("events %v for a request the classifier refused, want none", got)
+			}
+		})
+	}
+}
+
+// TestAbortedAfterClassification: a request admitted by its classifier
+// but then refused, or whose client leaves while queued, gets one Aborted
+// event with the reason.
+func TestAbortedAfterClassification(t *testing.T) {
+	g := newGate()
+	f := newFakeClassifier(nil)
+	h := admissionHarness(t, g, f, limiter.Options{Slots: 1, QueueLen: 2})
+	holder := h.goDo(idRequest(t, h, "holder", nil))
+	receive(t, "holder at the engine", g.entered)
+	ctx, cancel := context.WithCancel(context.Background())
+	leaving := h.goDo(idRequest(t, h, "leaving", nil).WithContext(ctx))
+	h.waitStats("queued", func(s limiter.Stats) bool { return s.Waiting == 1 })
+	_ = h.goDo(idRequest(t, h, "second", nil))
+	h.waitStats("queue full", func(s limiter.Stats) bool { return s.Waiting == 2 })
+	if res := h.do(idRequest(t, h, "refused", nil)); res.status != 529 {
+		t.Errorf("queue full: %d", res.status)
+	}
+	cancel()
+	<-leaving
+	waitFor(t, "events", func() bool { return len(f.eventsOf("refused")) == 1 && len(f.eventsOf("leaving")) == 1 })
+	if got := f.eventsOf("refused"); got[0] != "aborted/rejected" {
+		t.Errorf("refused: %v", got)
+	}
+	if got := f.eventsOf("leaving"); got[0] != "aborted/cancelled" {
+		t.Errorf("leaving: %v", got)
+	}
+	g.release()
+	<-holder
+}
+
+// TestDeferringClassifierAndDepartingClient: a classifier that defers
+// sees its context end when the client leaves; the request never reaches
+// the queue and gets no event.
+func TestDeferringClassifierAndDepartingClient(t *testing.T) {
+	deferring := make(chan struct{})
+	f := newFakeClassifier(func(ctx context.Context, _ *admission.Request) error {
+		close(deferring)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	h := admissionHarness(t, okEngine(t), f, limiter.Options{Slots: 1, QueueLen: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := h.goDo(idRequest(t, h, "d", nil).WithContext(ctx))
+	receive(t, "classifier deferring", deferring)
+	cancel()
+	<-done
+	h.waitOutcome(proxy.CancelledQueued)
+	if got := f.eventsOf("d"); len(got) != 0 {
+		t.Errorf("events %v, want none", got)
+	}
+}
+
+// TestUnknownClassIsRefused: a classifier choosing a class the
+// configuration lacks gets its request refused, with its lifecycle ended.
+func TestUnknownClassIsRefused(t *testing.T) {
+	f := newFakeClassifier(func(_ context.Context, r *admission.Request) error {
+		r.SetPolicyClass("platinum")
+		return nil
+	})
+	h := admissionHarness(t, okEngine(t), f, limiter.Options{Slots: 1, QueueLen: 2})
+	if res := h.do(idRequest(t, h, "u", nil)); res.status != 529 || res.header.Get(proxy.ReasonHeader) != "policy" {
+		t.Errorf("answer %d %q", res.status, res.header.Get(proxy.ReasonHeader))
+	}
+	waitFor(t, "the event", func() bool { return len(f.eventsOf("u")) == 1 })
+	if got := f.eventsOf("u"); got[0] != "aborted/rejected" {
+		t.Errorf("events %v", got)
+	}
+}
+
+// TestDueAtBoundsTheQueueWait: the classifier's deadline ends the queue
+// wait with the queue-timeout answer.
+func TestDueAtBoundsTheQueueWait(t *testing.T) {
+	g := newGate()
+	f := newFakeClassifier(func(_ context.Context, r *admission.Request) error {
+		if r.ID() != "holder" {
+			r.SetDueAt(time.Now().Add(50 * time.Millisecond))
+		}
+		return nil
+	})
+	h := admissionHarness(t, g, f, limiter.Options{Slots: 1, QueueLen: 2})
+	holder := h.goDo(idRequest(t, h, "holder", nil))
+	receive(t, "holder at the engine", g.entered)
+	res := h.do(idRequest(t, h, "late", nil))
+	if res.status != 529 || res.header.Get(proxy.ReasonHeader) != "queue_timeout" {
+		t.Errorf("answer %d %q, want the queue-timeout answer", res.status, res.header.Get(proxy.ReasonHeader))
+	}
+	g.release()
+	<-holder
+}
+
+// TestClassesRouteToTheirQueues: the class a classifier chooses is the
+// limiter queue the request waits in, and its metrics label.
+func TestClassesRouteToTheirQueues(t *testing.T) {
+	g := newGate()
+	f := newFakeClassifier(func(_ context.Context, r *admission.Request) error {
+		if p, _ := r.Header("x-priority"); p == "interactive" {
+			r.SetPolicyClass("interactive")
+		}
+		return nil
+	})
+	h := admissionHarness(t, g, f, limiter.Options{Slots: 1, QueueLen: 4})
+	holder := h.goDo(idRequest(t, h, "holder", nil))
+	receive(t, "holder at the engine", g.entered)
+	_ = h.goDo(idRequest(t, h, "i", map[string]string{"X-Priority": "interactive"}))
+	_ = h.goDo(idRequest(t, h, "b", nil))
+	s := h.waitStats("both queued", func(s limiter.Stats) bool { return s.Waiting == 2 })
+	if len(s.Classes) != 2 || s.Classes[0].Waiting != 1 || s.Classes[1].Waiting != 1 {
+		t.Errorf("class stats %+v, want one waiter in each", s.Classes)
+	}
+	g.release()
+	<-holder
+	h.waitDone(3)
+	for _, key := range []string{"admitted_queued/interactive", "admitted_queued/batch", "admitted_direct/batch"} {
+		if n := h.obs.classCount(key); n != 1 {
+			t.Errorf("%s = %d, want 1", key, n)
+		}
+	}
+}
