@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/slotgate/slotgate/admin"
+	"github.com/slotgate/slotgate/admission/policy"
 	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/health"
 	"github.com/slotgate/slotgate/limiter"
@@ -35,8 +36,8 @@ type app struct {
 // Interface guard: the metrics implement what the proxy reports to.
 var _ proxy.Observer = (*metrics.Metrics)(nil)
 
-func newApp(cfg config.Config, opts Options, log *zap.Logger) (*app, error) {
-	lim, err := newLimiter(cfg)
+func newApp(cfg config.Config, opts Options, pol *policy.Config, log *zap.Logger) (*app, error) {
+	lim, err := newLimiter(cfg, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func newApp(cfg config.Config, opts Options, log *zap.Logger) (*app, error) {
 	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
-		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
+		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Classes: classNames(pol), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
 	})
 	if err != nil {
 		return nil, err
@@ -62,6 +63,7 @@ func newApp(cfg config.Config, opts Options, log *zap.Logger) (*app, error) {
 		AccessLog:           log.Named("access"),
 		Logger:              log.Named("proxy"),
 		Flights:             lp.flights,
+		Admission:           proxyAdmission(pol),
 		Changed:             lp.notify,
 	}
 	if cfg.ORCAHeader {
@@ -93,12 +95,13 @@ func newApp(cfg config.Config, opts Options, log *zap.Logger) (*app, error) {
 	return a, nil
 }
 
-func newLimiter(cfg config.Config) (*limiter.Limiter, error) {
+func newLimiter(cfg config.Config, pol *policy.Config) (*limiter.Limiter, error) {
 	if cfg.EngineRequestLimit == 0 {
 		return limiter.NewUnlimited(), nil
 	}
 	return limiter.New(limiter.Options{
 		Slots: cfg.EngineRequestLimit, QueueLen: cfg.RequestQueueLimit, QueueTimeout: cfg.QueueTimeout,
+		Classes: limiterClasses(pol),
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/slotgate/slotgate/admission"
+	"github.com/slotgate/slotgate/admission/builtin"
 	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/internal/flagenv"
 	"github.com/slotgate/slotgate/internal/logging"
@@ -60,8 +61,13 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
+	pol, err := loadPolicy(cfg, opts)
+	if err != nil {
+		flagenv.Report(stderr, "slotgate", fmt.Errorf("%s: %w", flagName(cfg, "admission-config"), err))
+		return 2
+	}
 	logConfig(log, cfg, opts)
-	a, err := newApp(cfg, opts, log)
+	a, err := newApp(cfg, opts, pol, log)
 	if err != nil {
 		log.Error("start-up failed", zap.Error(err))
 		return 1
@@ -85,5 +91,17 @@ func (o Options) withDefaults() Options {
 // NewRegistry returns a registry holding the built-in classifiers, for a
 // main package to add its own to before calling Main.
 func NewRegistry() *admission.Registry {
-	return admission.NewRegistry()
+	r := admission.NewRegistry()
+	if err := builtin.Register(r); err != nil {
+		panic("command: the built-in classifiers collide: " + err.Error()) // a bug, caught by every test
+	}
+	return r
+}
+
+// flagName is how a setting was given: the flag, or its variable.
+func flagName(cfg config.Config, flag string) string {
+	if src := cfg.Sources[flag]; src != "" && src != "flag" && src != "default" {
+		return src
+	}
+	return "--" + flag
 }

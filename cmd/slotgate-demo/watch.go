@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -32,16 +33,21 @@ func scrape(ctx context.Context, adminURL string) (sample, error) {
 	if err != nil {
 		return sample{}, fmt.Errorf("parse slotgate metrics: %w", err)
 	}
+	// value sums the series of name, only those of outcome when given
+	// (over every policy class).
 	value := func(name, outcome string) float64 {
+		sum := 0.0
 		for _, m := range fams[name].GetMetric() {
-			if outcome == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == outcome) {
-				if m.Counter != nil {
-					return m.Counter.GetValue()
-				}
-				return m.Gauge.GetValue()
+			if outcome != "" && !hasOutcome(m, outcome) {
+				continue
+			}
+			if m.Counter != nil {
+				sum += m.Counter.GetValue()
+			} else {
+				sum += m.Gauge.GetValue()
 			}
 		}
-		return 0
+		return sum
 	}
 	return sample{
 		engine:   value("dynamo_engine_request", ""),
@@ -121,4 +127,13 @@ func bar(used float64, total int) string {
 		}
 	}
 	return fmt.Sprintf("[%s] %2.0f/%d", b, used, total)
+}
+
+func hasOutcome(m *dto.Metric, outcome string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == "outcome" {
+			return l.GetValue() == outcome
+		}
+	}
+	return false
 }
