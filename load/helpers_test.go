@@ -15,11 +15,9 @@ import (
 	"github.com/slotgate/slotgate/load"
 )
 
-// e and st are engine and static values, unk an unknown one.
+// e and st are engine and static values.
 func e(n int64) load.Value  { return load.Value{N: n, Source: load.SourceEngine} }
 func st(n int64) load.Value { return load.Value{N: n, Source: load.SourceStatic} }
-
-var unk load.Value
 
 func readFile(t testing.TB, name string) []byte {
 	t.Helper()

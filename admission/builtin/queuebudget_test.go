@@ -63,7 +63,7 @@ func TestQueueBudgetDecisions(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Classify = %v, want admitted", err)
 				}
-				if got := r.DueAt().Sub(time.Now()); got != tc.wantDue {
+				if got := time.Until(r.DueAt()); got != tc.wantDue {
 					t.Errorf("due_at = now%+v, want now%+v", got, tc.wantDue)
 				}
 				if r.PolicyClass() != "standard" {

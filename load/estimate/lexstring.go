@@ -6,8 +6,6 @@ import "unicode/utf8"
 // the lengths encoding/json's decoding gives, so that a text estimate is
 // the same as a count over the decoded text (sim.CountText).
 
-const replacementLen = 3 // len("\uFFFD")
-
 func (l *lexer) beginString(isKey bool) {
 	l.st, l.isKey = lsString, isKey
 	l.strLen, l.captN, l.captOver, l.high, l.pendN = 0, 0, false, 0, 0
