@@ -67,6 +67,10 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 		return 2
 	}
 	logConfig(log, cfg, opts)
+	if pol != nil {
+		log.Info("admission policy", zap.String("file", pol.Path), zap.String("classifier", pol.ClassifierType),
+			zap.Strings("classes", classNames(pol)), zap.String("default_class", pol.DefaultClass))
+	}
 	a, err := newApp(cfg, opts, pol, log)
 	if err != nil {
 		log.Error("start-up failed", zap.Error(err))

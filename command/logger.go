@@ -41,6 +41,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		optional("active_prefill_tokens_threshold_frac", c.PrefillThresholdFrac), src("active-prefill-tokens-threshold-frac"),
 		zap.Bool("reject_when_busy", c.RejectWhenBusy), zap.Bool("orca_header", c.ORCAHeader),
 		zap.String("admin_grpc_listen", c.AdminGRPCListen), zap.String("model_name", c.ModelName),
+		zap.String("admission_config", c.AdmissionConfig),
 	)
 }
 
