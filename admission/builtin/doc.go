@@ -10,8 +10,10 @@
 //     budget.
 //   - "session-gate": agentic sessions (Dynamo's ThunderAgent case).
 //     Parameters max_active_per_session (required, at least 1),
-//     max_wait_ms (default 30000, 1..600000) and max_sessions (default
-//     100000, at least 1). Requests without a session pass. At most
+//     max_wait_ms (default 30000, 1..600000), max_sessions (default
+//     100000, at least 1) and max_waiting (default 64, at least 1: the
+//     waiters of all sessions together; beyond it a request that would
+//     wait is rejected as CapacityExhausted). Requests without a session pass. At most
 //     max_active_per_session requests of one session are in flight; the
 //     others of that session wait inside Classify, in arrival order, each
 //     for at most max_wait_ms from its own Classify, then are rejected as

@@ -1,6 +1,10 @@
 package builtin
 
-import "github.com/slotgate/slotgate/admission"
+import (
+	"fmt"
+
+	"github.com/slotgate/slotgate/admission"
+)
 
 // GateState is a session-gate's bookkeeping, for tests.
 type GateState struct {
@@ -17,6 +21,9 @@ func SessionGateState(c admission.Classifier) GateState {
 	st := GateState{Sessions: len(g.sessions), InFlight: len(g.inFlight)}
 	for _, s := range g.sessions {
 		st.Waiting += s.waiters.Len()
+	}
+	if st.Waiting != g.waiting {
+		panic(fmt.Sprintf("session-gate counts %d waiters, its sessions hold %d", g.waiting, st.Waiting))
 	}
 	return st
 }

@@ -13,6 +13,7 @@ import (
 const (
 	msgSessionBusy     = "Server overloaded: session busy"
 	msgTooManySessions = "Server overloaded: too many active sessions"
+	msgTooManyWaiting  = "Server overloaded: too many requests waiting for their sessions"
 )
 
 // Defaults and bounds of session-gate's optional parameters.
@@ -20,17 +21,19 @@ const (
 	defaultSessionWaitMS = 30000
 	maxSessionWaitMS     = 600000
 	defaultMaxSessions   = 100000
+	defaultMaxWaiting    = 64
 )
 
 type sessionGateParams struct {
 	MaxActivePerSession *int64 `json:"max_active_per_session"`
 	MaxWaitMS           *int64 `json:"max_wait_ms"`
 	MaxSessions         *int64 `json:"max_sessions"`
+	MaxWaiting          *int64 `json:"max_waiting"`
 }
 
 // sessionGateProvider validates max_active_per_session (required, at
-// least 1), max_wait_ms (default 30000, 1..600000) and max_sessions
-// (default 100000, at least 1).
+// least 1), max_wait_ms (default 30000, 1..600000), max_sessions
+// (default 100000, at least 1) and max_waiting (default 64, at least 1).
 func sessionGateProvider(p admission.Parameters) (admission.Factory, error) {
 	var params sessionGateParams
 	if err := decode(SessionGate, p, &params); err != nil {
@@ -40,6 +43,7 @@ func sessionGateProvider(p admission.Parameters) (admission.Factory, error) {
 	limit := ps.intIn("max_active_per_session", params.MaxActivePerSession, true, 0, 1, noMax)
 	waitMS := ps.intIn("max_wait_ms", params.MaxWaitMS, false, defaultSessionWaitMS, 1, maxSessionWaitMS)
 	maxSessions := ps.intIn("max_sessions", params.MaxSessions, false, defaultMaxSessions, 1, noMax)
+	maxWaiting := ps.intIn("max_waiting", params.MaxWaiting, false, defaultMaxWaiting, 1, noMax)
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
@@ -48,6 +52,7 @@ func sessionGateProvider(p admission.Parameters) (admission.Factory, error) {
 			limit:       int(limit),
 			wait:        time.Duration(waitMS) * time.Millisecond,
 			maxSessions: int(maxSessions),
+			maxWaiting:  int(maxWaiting),
 			sessions:    make(map[string]*session),
 			inFlight:    make(map[*admission.Request]*session),
 		}, nil
@@ -67,6 +72,11 @@ type sessionGate struct {
 	limit       int
 	wait        time.Duration
 	maxSessions int
+	// maxWaiting bounds the waiters of all sessions together: a waiting
+	// request holds a connection and, in slotgate, its buffered body,
+	// outside the limiter's N+Q.
+	maxWaiting int
+	waiting    int // under mu
 
 	mu sync.Mutex
 	// sessions holds the sessions with a request in flight or waiting.
@@ -121,8 +131,13 @@ func (g *sessionGate) Classify(ctx context.Context, r *admission.Request) error 
 		g.mu.Unlock()
 		return nil
 	}
+	if g.waiting >= g.maxWaiting {
+		g.mu.Unlock()
+		return admission.Reject(admission.CapacityExhausted, msgTooManyWaiting)
+	}
 	w := &sessionWaiter{req: r, ready: make(chan struct{})}
 	elem := s.waiters.PushBack(w)
+	g.waiting++
 	g.mu.Unlock()
 	return g.await(ctx, s, elem, w, time.Until(timeout))
 }
@@ -157,6 +172,7 @@ func (g *sessionGate) await(ctx context.Context, s *session, elem *list.Element,
 		g.releaseLocked(s)
 	default:
 		s.waiters.Remove(elem)
+		g.waiting--
 		g.forgetIfIdleLocked(s)
 	}
 	return err
@@ -184,6 +200,7 @@ func (g *sessionGate) OnEvent(e admission.Event) {
 func (g *sessionGate) releaseLocked(s *session) {
 	if e := s.waiters.Front(); e != nil {
 		w := s.waiters.Remove(e).(*sessionWaiter)
+		g.waiting--
 		g.inFlight[w.req] = s
 		close(w.ready)
 		return

@@ -26,7 +26,7 @@ func TestSessionGateLifecycleUnderConcurrentCancel(t *testing.T) {
 		perSess  = 100
 	)
 	synctest.Test(t, func(t *testing.T) {
-		g := newGate(t, fmt.Sprintf(`{"max_active_per_session":%d}`, limit))
+		g := newGate(t, fmt.Sprintf(`{"max_active_per_session":%d,"max_waiting":100000}`, limit))
 		var inFlight [sessions]atomic.Int32
 		var admitted, cancelled, over atomic.Int32
 		var wg sync.WaitGroup

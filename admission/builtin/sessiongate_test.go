@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,6 +28,8 @@ func TestSessionGateParameters(t *testing.T) {
 			want: "session-gate: max_wait_ms must be between 1 and 600000, got 0"},
 		{name: "wait too long", raw: `{"max_active_per_session":1,"max_wait_ms":600001}`,
 			want: "session-gate: max_wait_ms must be between 1 and 600000, got 600001"},
+		{name: "zero waiting", raw: `{"max_active_per_session":1,"max_waiting":0}`,
+			want: "session-gate: max_waiting must be at least 1, got 0"},
 		{name: "zero sessions", raw: `{"max_active_per_session":1,"max_sessions":0}`,
 			want: "session-gate: max_sessions must be at least 1, got 0"},
 		{name: "every problem", raw: `{"max_active_per_session":-1,"max_wait_ms":-2,"max_sessions":-3}`,
@@ -363,5 +366,28 @@ func TestSessionGateMaxSessions(t *testing.T) {
 		g.state(builtin.GateState{Sessions: 1, InFlight: 1})
 		g.event(admission.Completed, b2)
 		g.state(builtin.GateState{})
+	})
+}
+
+// TestSessionGateMaxWaiting: the waiters of all sessions together are
+// bounded; one more that would wait is rejected at once, and places free
+// when waiters leave.
+func TestSessionGateMaxWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(t, `{"max_active_per_session":1,"max_waiting":2}`)
+		g.admit(req("holder", "s"))
+		ctx, cancel := context.WithCancel(t.Context())
+		waiters := []<-chan error{g.start(ctx, req("w1", "s")), g.start(ctx, req("w2", "s"))}
+		synctest.Wait()
+		err := g.c.Classify(t.Context(), req("third", "s"))
+		if rej := admission.AsRejection(err); err == nil || !strings.Contains(rej.Message, "too many requests waiting") {
+			t.Errorf("a third waiter: %v, want the too-many-waiting rejection", err)
+		}
+		g.state(builtin.GateState{Sessions: 1, InFlight: 1, Waiting: 2})
+		cancel()
+		for _, w := range waiters {
+			<-w
+		}
+		g.state(builtin.GateState{Sessions: 1, InFlight: 1})
 	})
 }
