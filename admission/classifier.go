@@ -62,8 +62,8 @@ type AbortReason uint8
 const (
 	// NotAborted is the reason of the other events.
 	NotAborted AbortReason = iota
-	// AbortRejected: refused after classification (queue full, timed out,
-	// busy, draining).
+	// AbortRejected: refused after classification (queue full or timed
+	// out, a body too large or unreadable, a class that is not configured).
 	AbortRejected
 	// AbortCancelled: the client left.
 	AbortCancelled

@@ -82,7 +82,8 @@ func (r *Request) DueAt() time.Time { return r.dueAt }
 func (r *Request) SetDueAt(t time.Time) { r.dueAt = t }
 
 // SchedulingCost returns the cost the fair queue charges the request's
-// class: the input tokens by default, or the classifier's override.
+// class: the input tokens by default (1 when the body's length was not
+// declared, as with a chunked upload), or the classifier's override.
 func (r *Request) SchedulingCost() int { return r.cost }
 
 // SetSchedulingCost overrides the scheduling cost (at least 1).
@@ -91,12 +92,14 @@ func (r *Request) SetSchedulingCost(tokens int) { r.cost = max(tokens, 1) }
 // Hint returns the classifier's hint, empty when none.
 func (r *Request) Hint() string { return r.hint }
 
-// SetHint sets a free-form hint for load publishing (for example, a
-// preferred data-parallel rank); slotgate forwards it, never enforces it.
+// SetHint records a free-form hint for load publishing (for example, a
+// preferred data-parallel rank). slotgate does not act on it yet; it is
+// here so classifiers written now keep working when it does.
 func (r *Request) SetHint(h string) { r.hint = h }
 
 // ContextTokens returns the live context size: input plus generated
-// tokens so far, once the response streams.
+// tokens so far, once the response streams (counted by slotgate's load
+// tracking, which cmd/slotgate always runs).
 func (r *Request) ContextTokens() int { return int(r.contextTokens.Load()) }
 
 // SetContextTokens is called by the proxy as tokens stream.

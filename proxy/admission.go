@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +45,27 @@ func (a *Admission) validate() error {
 	return nil
 }
 
+// matches checks that the classes are the limiter's queues, in order: a
+// request of class i waits in queue i. A limiter without a cap has no
+// queues and takes any class; one with a single unnamed queue takes a
+// single class.
+func (a *Admission) matches(s limiter.Stats) error {
+	if s.Unlimited {
+		return nil
+	}
+	if len(s.Classes) == 1 && s.Classes[0].Name == "" && len(a.Classes) == 1 {
+		return nil
+	}
+	names := make([]string, len(s.Classes))
+	for i, c := range s.Classes {
+		names[i] = c.Name
+	}
+	if !slices.Equal(names, a.Classes) {
+		return fmt.Errorf("admission: classes %q differ from the limiter's queues %q", a.Classes, names)
+	}
+	return nil
+}
+
 func contains(list []string, s string) bool {
 	for _, v := range list {
 		if v == s {
@@ -78,10 +101,13 @@ func (p *Proxy) classify(ctx context.Context, rec *recorder, r *http.Request, lb
 		return limiter.Request{}, nil
 	}
 	req := admission.NewRequest(p.inputs(rec, r))
-	timer := time.AfterFunc(deferGrace, lb.startDeferred)
-	err := a.Classifier.Classify(ctx, req)
-	timer.Stop()
-	lb.stopTimer()
+	start := time.Now()
+	err := p.runClassifier(ctx, req, lb)
+	// A deferred request waited too: its wait counts as queue wait.
+	rec.queueWait = time.Since(start)
+	if _, ok := a.classIndex(req.PolicyClass()); ok {
+		rec.class = req.PolicyClass() // refusals are counted in their class too
+	}
 	if err != nil {
 		return limiter.Request{}, err
 	}
@@ -94,12 +120,31 @@ func (p *Proxy) classify(ctx context.Context, rec *recorder, r *http.Request, lb
 		p.refuse(rec, &p.answers.policy, RejectedPolicy)
 		return limiter.Request{}, nil
 	}
-	rec.adm, rec.class = req, req.PolicyClass()
+	rec.adm = req
 	lr := limiter.Request{Cost: req.SchedulingCost(), Deadline: req.DueAt()}
 	if !p.unlimited { // without a cap there are no queues
 		lr.Class = idx
 	}
 	return lr, nil
+}
+
+// errClassifierPanicked answers a request whose classifier panicked: a
+// refusal by policy, the panic logged, the process unharmed.
+var errClassifierPanicked = errors.New("classifier panicked")
+
+// runClassifier calls Classify with the deferral timer armed, and stops
+// the timer however Classify ends, a panic included.
+func (p *Proxy) runClassifier(ctx context.Context, req *admission.Request, lb *lazyBody) (err error) {
+	timer := time.AfterFunc(deferGrace, lb.startDeferred)
+	defer func() {
+		timer.Stop()
+		lb.stopTimer()
+		if v := recover(); v != nil {
+			p.log.Error("classifier panicked", zap.String("request_id", req.ID()), zap.Any("panic", v))
+			err = errClassifierPanicked
+		}
+	}()
+	return p.admission.Classifier.Classify(ctx, req)
 }
 
 // inputs gathers what the classifier may read of r.
@@ -148,7 +193,19 @@ func (p *Proxy) event(rec *recorder, kind admission.EventKind) {
 	if rec.adm == nil || p.admission == nil {
 		return
 	}
-	p.admission.Classifier.OnEvent(admission.Event{Kind: kind, Request: rec.adm})
+	p.deliver(admission.Event{Kind: kind, Request: rec.adm})
+}
+
+// deliver calls OnEvent; a panic there is logged and goes no further, so
+// a broken classifier costs neither the answer nor the metrics.
+func (p *Proxy) deliver(e admission.Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.log.Error("classifier panicked on an event", zap.String("request_id", e.Request.ID()),
+				zap.Stringer("event", e.Kind), zap.Any("panic", v))
+		}
+	}()
+	p.admission.Classifier.OnEvent(e)
 }
 
 // endLifecycle delivers the last event of a classified request: Completed
@@ -168,5 +225,5 @@ func (p *Proxy) endLifecycle(rec *recorder) {
 	default:
 		e.Reason = admission.AbortRejected
 	}
-	p.admission.Classifier.OnEvent(e)
+	p.deliver(e)
 }

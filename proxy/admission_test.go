@@ -2,14 +2,17 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/proxy"
 )
 
@@ -252,5 +255,191 @@ func TestClassesRouteToTheirQueues(t *testing.T) {
 		if n := h.obs.classCount(key); n != 1 {
 			t.Errorf("%s = %d, want 1", key, n)
 		}
+	}
+}
+
+// panicky panics where the test says.
+type panicky struct {
+	fakeClassifier
+	inClassify, onEvent bool
+}
+
+func (p *panicky) Classify(ctx context.Context, r *admission.Request) error {
+	if p.inClassify {
+		panic("classify broke")
+	}
+	return p.fakeClassifier.Classify(ctx, r)
+}
+
+func (p *panicky) OnEvent(e admission.Event) {
+	if p.onEvent {
+		panic("event broke")
+	}
+	p.fakeClassifier.OnEvent(e)
+}
+
+// TestClassifierPanicsAreContained: a classifier that panics in Classify
+// gets its request refused by policy; one that panics on an event costs
+// neither the engine's answer nor the request's metrics.
+func TestClassifierPanicsAreContained(t *testing.T) {
+	for name, c := range map[string]*panicky{
+		"classify": {fakeClassifier: *newFakeClassifier(nil), inClassify: true},
+		"event":    {fakeClassifier: *newFakeClassifier(nil), onEvent: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, harnessConfig{engine: okEngine(t), limits: limiter.Options{Slots: 1, QueueLen: 2},
+				options: func(o *proxy.Options) {
+					o.Admission = &proxy.Admission{Classifier: c, Classes: []string{"default"}, DefaultClass: "default"}
+				}})
+			res := h.do(idRequest(t, h, "p", nil))
+			want, outcome := http.StatusOK, proxy.AdmittedDirect
+			if c.inClassify {
+				want, outcome = 529, proxy.RejectedPolicy
+			}
+			if res.err != nil || res.status != want {
+				t.Fatalf("answer %d %v, want %d", res.status, res.err, want)
+			}
+			h.waitOutcome(outcome)
+			if lines := h.accessLines(); len(lines) != 1 {
+				t.Errorf("%d access lines, want 1", len(lines))
+			}
+		})
+	}
+}
+
+// TestAdmissionClassesMustMatchTheQueues: a proxy whose classes are not
+// the limiter's queues is refused at construction, not at the first
+// request.
+func TestAdmissionClassesMustMatchTheQueues(t *testing.T) {
+	lim, err := limiter.New(limiter.Options{Slots: 1, QueueLen: 2,
+		Classes: []limiter.Class{{Name: "a", Quantum: 1}, {Name: "b", Quantum: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, classes := range [][]string{{"b", "a"}, {"a"}, {"a", "b", "c"}} {
+		_, err := proxy.New(proxy.Options{Engine: closedURL(t), Limiter: lim,
+			Admission: &proxy.Admission{Classifier: admission.PassThrough{}, Classes: classes, DefaultClass: classes[0]}})
+		if err == nil || !strings.Contains(err.Error(), "limiter's queues") {
+			t.Errorf("classes %q: New = %v, want the mismatch refused", classes, err)
+		}
+	}
+	if _, err := proxy.New(proxy.Options{Engine: closedURL(t), Limiter: limiter.NewUnlimited(),
+		Admission: &proxy.Admission{Classifier: admission.PassThrough{}, Classes: []string{"x", "y"}, DefaultClass: "x"}}); err != nil {
+		t.Errorf("an unlimited limiter has no queues to match: %v", err)
+	}
+}
+
+// TestCompletedCarriesContextTokens: with token counting on, Completed
+// has the prompt plus the generated tokens.
+func TestCompletedCarriesContextTokens(t *testing.T) {
+	f := newFakeClassifier(nil)
+	var got atomic.Int64
+	rec := &eventTokens{fakeClassifier: f, tokens: &got}
+	eng := newStreamEngine(20)
+	close(eng.first)
+	close(eng.rest)
+	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 2},
+		options: func(o *proxy.Options) {
+			o.Flights = inflight.New(nil)
+			o.Admission = &proxy.Admission{Classifier: rec, Classes: []string{"default"}, DefaultClass: "default"}
+		}})
+	if res := h.do(idRequest(t, h, "c", nil)); res.status != http.StatusOK {
+		t.Fatalf("status %d", res.status)
+	}
+	waitFor(t, "Completed", func() bool { return got.Load() != 0 })
+	if n := got.Load(); n != 100+20 { // 400 bytes of prompt, 20 tokens streamed
+		t.Errorf("Completed.ContextTokens = %d, want 120", n)
+	}
+}
+
+type eventTokens struct {
+	*fakeClassifier
+	tokens *atomic.Int64
+}
+
+func (e *eventTokens) OnEvent(ev admission.Event) {
+	if ev.Kind == admission.Completed {
+		e.tokens.Store(int64(ev.ContextTokens))
+	}
+}
+
+// TestLifecycleUnderConcurrentCancel: many clients, leaving at random
+// moments (while deferred, queued, at the engine, mid-stream) or not at
+// all; every request the classifier admitted gets its events in order and
+// exactly one final event.
+func TestLifecycleUnderConcurrentCancel(t *testing.T) {
+	f := newFakeClassifier(func(ctx context.Context, r *admission.Request) error {
+		if strings.HasSuffix(r.ID(), "-defer") {
+			select { // a short deferral, cut short when the client leaves
+			case <-time.After(2 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	eng := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = readAll(r)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 5 {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"text\":\"t%d\"}]}\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	h := admissionHarness(t, eng, f, limiter.Options{Slots: 2, QueueLen: 8})
+	const n = 60
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprintf("r%d", i)
+			if i%3 == 0 {
+				id += "-defer"
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%7)*time.Millisecond)
+			if i%7 == 0 {
+				ctx, cancel = context.WithCancel(context.Background()) // never leaves
+			}
+			defer cancel()
+			_ = h.do(idRequest(t, h, id, nil).WithContext(ctx))
+		})
+	}
+	wg.Wait()
+	// Every request that reached the proxy was classified, and ends with
+	// one outcome; those whose client gave up before sending never came.
+	waitFor(t, "every request that arrived finished", func() bool {
+		f.mu.Lock()
+		seen := len(f.seen)
+		f.mu.Unlock()
+		return seen > 0 && h.obs.total() == seen && h.lim.Stats().Holding == 0
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	finals := 0
+	for _, r := range f.seen {
+		evs := f.events[r.ID()]
+		if len(evs) == 0 {
+			continue // refused by the classifier's context: no events
+		}
+		last := evs[len(evs)-1]
+		if !strings.HasPrefix(last, "completed") && !strings.HasPrefix(last, "aborted") {
+			t.Errorf("%s: events %v end without a final event", r.ID(), evs)
+		}
+		finals++
+		order := map[string]int{"sent": 1, "responding": 2}
+		prev := 0
+		for _, e := range evs[:len(evs)-1] {
+			if order[e] <= prev {
+				t.Errorf("%s: events %v out of order or repeated", r.ID(), evs)
+			}
+			prev = order[e]
+		}
+	}
+	if finals == 0 {
+		t.Error("no request got a final event")
 	}
 }

@@ -89,7 +89,8 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 	release, err := p.lim.AcquireRequest(ctx, lreq)
 	body := lb.get()
 	if !queuedAt.IsZero() {
-		rec.queued, rec.queueWait = true, time.Since(queuedAt)
+		rec.queued = true
+		rec.queueWait += time.Since(queuedAt) // after any classifier deferral
 	}
 	if body != nil {
 		p.settleBody(rec, r, body, err != nil)

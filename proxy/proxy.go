@@ -144,6 +144,10 @@ func (o *Options) validate() error {
 	if o.Admission != nil {
 		if err := o.Admission.validate(); err != nil {
 			errs = append(errs, err)
+		} else if o.Limiter != nil {
+			if err := o.Admission.matches(o.Limiter.Stats()); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if o.RetryAfter < 0 || o.MaxRequestBodyBytes < 0 {
