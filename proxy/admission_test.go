@@ -225,6 +225,11 @@ func TestDueAtBoundsTheQueueWait(t *testing.T) {
 	if res.status != 529 || res.header.Get(proxy.ReasonHeader) != "queue_timeout" {
 		t.Errorf("answer %d %q, want the queue-timeout answer", res.status, res.header.Get(proxy.ReasonHeader))
 	}
+	h.waitOutcome(proxy.RejectedQueueTimeout)
+	waitFor(t, "its event", func() bool { return len(f.eventsOf("late")) == 1 })
+	if got := f.eventsOf("late"); got[0] != "aborted/rejected" {
+		t.Errorf("events %v, want aborted/rejected", got)
+	}
 	g.release()
 	<-holder
 }
