@@ -50,6 +50,8 @@ func TestAsRejection(t *testing.T) {
 		{admission.Reject(admission.CapacityExhausted, "full"), admission.CapacityExhausted, "full"},
 		{errors.New("database password wrong"), admission.CapacityExhausted, "admission policy"},
 		{&admission.Rejection{Kind: 99, Message: "odd"}, admission.CapacityExhausted, "admission policy"},
+		{admission.Reject(admission.RateLimited, ""), admission.RateLimited, "rate limited"},
+		{admission.Reject(admission.CapacityExhausted, ""), admission.CapacityExhausted, "admission policy"},
 	} {
 		got := admission.AsRejection(tc.err)
 		if got.Kind != tc.kind || !strings.Contains(got.Message, tc.contains) {

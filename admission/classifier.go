@@ -129,9 +129,18 @@ func Reject(kind RejectKind, message string) error {
 func AsRejection(err error) *Rejection {
 	var r *Rejection
 	if errors.As(err, &r) && (r.Kind == CapacityExhausted || r.Kind == RateLimited) {
+		if r.Message == "" { // the client gets a message whatever the classifier said
+			return &Rejection{Kind: r.Kind, Message: defaultMessage[r.Kind]}
+		}
 		return r
 	}
 	return &Rejection{Kind: CapacityExhausted, Message: "Server overloaded: request rejected by admission policy"}
+}
+
+// defaultMessage answers a Rejection that came without a message.
+var defaultMessage = map[RejectKind]string{
+	CapacityExhausted: "Server overloaded: request rejected by admission policy",
+	RateLimited:       "Too many requests: rate limited by admission policy",
 }
 
 // PassThrough admits every request unchanged and ignores events: the

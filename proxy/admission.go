@@ -103,8 +103,9 @@ func (p *Proxy) classify(ctx context.Context, rec *recorder, r *http.Request, lb
 	req := admission.NewRequest(p.inputs(rec, r))
 	start := time.Now()
 	err := p.runClassifier(ctx, req, lb)
-	// A deferred request waited too: its wait counts as queue wait.
-	rec.queueWait = time.Since(start)
+	if d := time.Since(start); d >= deferGrace {
+		rec.queueWait = d // a deferred request waited too
+	}
 	if _, ok := a.classIndex(req.PolicyClass()); ok {
 		rec.class = req.PolicyClass() // refusals are counted in their class too
 	}
@@ -114,11 +115,10 @@ func (p *Proxy) classify(ctx context.Context, rec *recorder, r *http.Request, lb
 	idx, ok := a.classIndex(req.PolicyClass())
 	if !ok {
 		// The classifier chose a class the configuration lacks: its bug,
-		// answered as a refusal, and the request's lifecycle ends here.
+		// answered as a refusal, and the request's lifecycle ends there.
 		rec.adm = req
 		p.log.Error("classifier chose an unknown policy class", zap.String("class", req.PolicyClass()))
-		p.refuse(rec, &p.answers.policy, RejectedPolicy)
-		return limiter.Request{}, nil
+		return limiter.Request{}, errUnknownClass
 	}
 	rec.adm = req
 	lr := limiter.Request{Cost: req.SchedulingCost(), Deadline: req.DueAt()}
@@ -127,6 +127,10 @@ func (p *Proxy) classify(ctx context.Context, rec *recorder, r *http.Request, lb
 	}
 	return lr, nil
 }
+
+// errUnknownClass answers a request whose classifier chose a policy
+// class that is not configured.
+var errUnknownClass = errors.New("unknown policy class")
 
 // errClassifierPanicked answers a request whose classifier panicked: a
 // refusal by policy, the panic logged, the process unharmed.
@@ -171,11 +175,16 @@ func (p *Proxy) inputs(rec *recorder, r *http.Request) admission.Inputs {
 }
 
 // refuseClassified answers a request its classifier did not admit: the
-// classifier's rejection, or, when ctx ended while it deferred, what ended
-// it (the client leaving, or its body failing).
-func (p *Proxy) refuseClassified(ctx context.Context, rec *recorder, r *http.Request, err error) {
-	if ctx.Err() != nil {
-		p.refuseAdmission(rec, ctx.Err(), context.Cause(ctx), r.Context().Err() != nil)
+// classifier's rejection; or, when the request's context had ended while
+// the classifier deferred it (ended, with its cause; gone when the client
+// had left), what ended it.
+func (p *Proxy) refuseClassified(rec *recorder, err error, ended bool, cause error, gone bool) {
+	switch {
+	case errors.Is(err, errUnknownClass):
+		p.refuse(rec, &p.answers.policy, RejectedPolicy)
+		return
+	case ended:
+		p.refuseAdmission(rec, context.Canceled, cause, gone)
 		return
 	}
 	rej := admission.AsRejection(err)

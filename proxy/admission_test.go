@@ -448,3 +448,35 @@ func TestLifecycleUnderConcurrentCancel(t *testing.T) {
 		t.Error("no request got a final event")
 	}
 }
+
+// TestDeferredRefusalDuringUpload: a classifier that defers (so the body
+// read has begun) and then refuses, while the client is still uploading,
+// gets the classifier's answer, not a cancelled or bad-request one.
+func TestDeferredRefusalDuringUpload(t *testing.T) {
+	for name, rej := range map[string]struct {
+		err    error
+		status int
+		reason string
+	}{
+		"capacity":     {admission.Reject(admission.CapacityExhausted, "session busy"), 529, "policy"},
+		"rate limited": {admission.Reject(admission.RateLimited, "slow down"), 429, "rate_limited"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeClassifier(func(context.Context, *admission.Request) error {
+				time.Sleep(30 * time.Millisecond) // long enough for the body read to begin
+				return rej.err
+			})
+			h := admissionHarness(t, okEngine(t), f, limiter.Options{Slots: 1, QueueLen: 2})
+			conn, rd := h.rawConn()
+			_, _ = conn.Write([]byte("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"))
+			resp, err := http.ReadResponse(rd, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != rej.status || resp.Header.Get(proxy.ReasonHeader) != rej.reason {
+				t.Errorf("answer %d %q, want %d %q", resp.StatusCode, resp.Header.Get(proxy.ReasonHeader), rej.status, rej.reason)
+			}
+		})
+	}
+}

@@ -72,12 +72,11 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 	lb := &lazyBody{body: r.Body, max: p.maxBody, cancel: cancel}
 	lreq, err := p.classify(ctx, rec, r, lb)
 	if err != nil {
+		// What ended the classification is read before the body read is
+		// cut short, which ends ctx (and, on HTTP/1, r's context) itself.
+		ended, cause, gone := ctx.Err() != nil, context.Cause(ctx), r.Context().Err() != nil
 		p.settleBody(rec, r, lb.get(), true)
-		p.refuseClassified(ctx, rec, r, err)
-		return nil, r
-	}
-	if rec.outcome != "" { // answered by classify
-		p.settleBody(rec, r, lb.get(), true)
+		p.refuseClassified(rec, err, ended, cause, gone)
 		return nil, r
 	}
 	var queuedAt time.Time

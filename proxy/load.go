@@ -32,6 +32,17 @@ func (p *Proxy) trackFlight(rec *recorder, r *http.Request) *http.Request {
 	out := new(http.Request)
 	*out = *r
 	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), flight: rec.flight, rec: rec}
+	if r.GetBody != nil {
+		// A retry on a stale keep-alive connection resends the body: it
+		// is estimated again, so the prompt is known whichever send wins.
+		out.GetBody = func() (io.ReadCloser, error) {
+			b, err := r.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			return &promptBody{PromptReader: estimate.NewPromptReader(b, p.maxBody), flight: rec.flight, rec: rec}, nil
+		}
+	}
 	return out
 }
 
