@@ -122,3 +122,34 @@ protoc:
 	fi; \
 	v=$$(protoc --version); if [ "$$v" != "libprotoc $(PROTOC_VERSION)" ]; then \
 		echo "proto: warning: $$v is not libprotoc $(PROTOC_VERSION): the generated headers will differ from the committed ones" >&2; fi
+
+# Peer benchmark (issue 6): slotgate against no proxy, HAProxy and nginx in
+# one run on 127.0.0.1, with slotgate-bench (bench/cmd/slotgate-bench).
+# haproxy and nginx-light come from Debian's packages, installed with
+# apt-get when missing; a peer that cannot be installed is skipped with a
+# message. Results go to bench/results/<time>.json; BENCH_FLAGS passes
+# flags on (e.g. BENCH_FLAGS='--reps 5 --duration 5s').
+BENCH_FLAGS ?=
+
+.PHONY: bench-peers bench-peers-deps
+
+bench-peers: bench-peers-deps ## slotgate vs direct, HAProxy and nginx (fast path, overload, abandoned); installs the peers with apt-get
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/slotgate ./bench/cmd/slotgate-bench
+	$(BIN)/slotgate-bench --bin $(BIN) --out bench/results $(BENCH_FLAGS)
+
+bench-peers-deps:
+	@missing=; \
+	for p in haproxy:haproxy nginx:nginx-light; do \
+		bin=$${p%%:*}; pkg=$${p#*:}; \
+		command -v $$bin >/dev/null 2>&1 || [ -x /usr/sbin/$$bin ] || missing="$$missing $$pkg"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	echo "bench-peers: missing:$$missing: installing Debian's packages with apt-get"; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "bench-peers: no apt-get here: the missing peers will be skipped" >&2; exit 0; fi; \
+	sudo=; if [ "$$(id -u)" != 0 ]; then \
+		if ! command -v sudo >/dev/null 2>&1; then \
+			echo "bench-peers: installing needs root and sudo is missing: the missing peers will be skipped (run apt-get install$$missing as root)" >&2; exit 0; fi; \
+		sudo=sudo; echo "bench-peers: not root: using sudo"; fi; \
+	if ! { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends $$missing; }; then \
+		echo "bench-peers: apt-get install$$missing failed: the missing peers will be skipped" >&2; fi

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The one client used for every target: closed-loop workers on keep-alive
+// connections, each sending a small JSON POST and reading the answer to
+// its end.
+
+var reqBody = []byte(`{"model":"m","prompt":"hi","max_tokens":16}`)
+
+// loadResult is one closed-loop run.
+type loadResult struct {
+	elapsed  time.Duration
+	ok       []time.Duration // latencies of 200 answers
+	rejected []time.Duration // latencies of 529 answers
+	other    int             // other statuses and transport errors
+	firstErr error
+}
+
+func newTransport(conns int) *http.Transport {
+	return &http.Transport{
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// closedLoop runs conc workers against url for d and returns their
+// latencies. The run is bounded by d plus the request timeout.
+func closedLoop(ctx context.Context, url string, conc int, d time.Duration) loadResult {
+	tr := newTransport(conc)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		res loadResult
+		wg  sync.WaitGroup
+	)
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			var ok, rej []time.Duration
+			other := 0
+			var firstErr error
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				status, err := post(ctx, client, url)
+				lat := time.Since(t0)
+				switch {
+				case ctx.Err() != nil:
+				case err != nil:
+					other++
+					firstErr = cmpOr(firstErr, err)
+				case status == http.StatusOK:
+					ok = append(ok, lat)
+				case status == 529:
+					rej = append(rej, lat)
+				default:
+					other++
+					firstErr = cmpOr(firstErr, errors.New("status "+http.StatusText(status)))
+				}
+			}
+			mu.Lock()
+			res.ok = append(res.ok, ok...)
+			res.rejected = append(res.rejected, rej...)
+			res.other += other
+			res.firstErr = cmpOr(res.firstErr, firstErr)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	slices.Sort(res.ok)
+	slices.Sort(res.rejected)
+	return res
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// post sends one request and reads the answer to its end.
+func post(ctx context.Context, c *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(reqBody))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+// abandon sends n requests at once, each on its own connection, and drops
+// every one still unanswered after leaveAfter. It returns how many were
+// answered 200 and 529 before their client left.
+func abandon(ctx context.Context, url string, n int, leaveAfter time.Duration) (served, rejected int) {
+	tr := newTransport(n)
+	tr.MaxConnsPerHost = n
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for range n {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, leaveAfter)
+			defer cancel()
+			status, err := post(rctx, client, url)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+			case status == http.StatusOK:
+				served++
+			case status == 529:
+				rejected++
+			}
+		})
+	}
+	wg.Wait()
+	return served, rejected
+}

@@ -1,0 +1,58 @@
+// Package configs holds the HAProxy and nginx configurations that
+// slotgate-bench runs as slotgate's peers, as Go text/templates.
+package configs
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"text/template"
+)
+
+//go:embed *.tmpl
+var files embed.FS
+
+// Params are the values a template is filled in with.
+type Params struct {
+	Run       string // folder for the run's pid, logs and temp files
+	Port      int    // the proxy's port on 127.0.0.1
+	Upstream  string // the engine's host:port
+	N, Q      int    // engine slots and queue length
+	Workers   int    // nginx worker processes
+	Keepalive int    // nginx idle upstream connections kept per worker
+}
+
+func (p Params) validate() error {
+	var errs []error
+	if p.Run == "" {
+		errs = append(errs, errors.New("run folder unset"))
+	}
+	if p.Port <= 0 || p.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d out of range", p.Port))
+	}
+	if p.Upstream == "" {
+		errs = append(errs, errors.New("upstream unset"))
+	}
+	if p.N < 1 || p.Q < 0 {
+		errs = append(errs, fmt.Errorf("slots %d and queue %d: need at least 1 slot and no negative queue", p.N, p.Q))
+	}
+	return errors.Join(errs...)
+}
+
+// Render fills in the template name ("haproxy.cfg.tmpl" or
+// "nginx.conf.tmpl") with p.
+func Render(name string, p Params) ([]byte, error) {
+	if err := p.validate(); err != nil {
+		return nil, fmt.Errorf("render %s: %w", name, err)
+	}
+	t, err := template.New(name).Option("missingkey=error").ParseFS(files, name)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, p); err != nil {
+		return nil, fmt.Errorf("render %s: %w", name, err)
+	}
+	return b.Bytes(), nil
+}

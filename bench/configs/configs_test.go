@@ -1,0 +1,51 @@
+package configs
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRender(t *testing.T) {
+	p := Params{Run: "/tmp/r", Port: 18080, Upstream: "127.0.0.1:9000", N: 8, Q: 16, Workers: 2, Keepalive: 16}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"haproxy.cfg.tmpl", []string{
+			"bind 127.0.0.1:18080",
+			"option abortonclose",
+			"option http-no-delay",
+			"if { queue(be) ge 16 }",
+			"server s1 127.0.0.1:9000 maxconn 8 maxqueue 16",
+		}},
+		{"nginx.conf.tmpl", []string{
+			"pid /tmp/r/nginx.pid;",
+			"server 127.0.0.1:9000 max_conns=8;",
+			"listen 127.0.0.1:18080 backlog=4096;",
+			"return 529",
+			"worker_processes 2;",
+		}},
+	} {
+		out, err := Render(tc.name, p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s: missing %q in:\n%s", tc.name, w, out)
+			}
+		}
+		if strings.Contains(string(out), "{{") || strings.Contains(string(out), "<no value>") {
+			t.Errorf("%s: unfilled template:\n%s", tc.name, out)
+		}
+	}
+}
+
+func TestRenderRejectsBadParams(t *testing.T) {
+	if _, err := Render("haproxy.cfg.tmpl", Params{}); err == nil {
+		t.Fatal("Render with empty params: want an error")
+	}
+	if _, err := Render("nope.tmpl", Params{Run: "/r", Port: 1, Upstream: "a:1", N: 1}); err == nil {
+		t.Fatal("Render of an unknown template: want an error")
+	}
+}
