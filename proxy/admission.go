@@ -39,7 +39,7 @@ func (a *Admission) validate() error {
 	switch {
 	case a.Classifier == nil || len(a.Classes) == 0:
 		return errors.New("admission: a classifier and at least one class are required")
-	case !contains(a.Classes, a.DefaultClass):
+	case !slices.Contains(a.Classes, a.DefaultClass):
 		return errors.New("admission: the default class must be one of the classes")
 	}
 	return nil
@@ -66,23 +66,10 @@ func (a *Admission) matches(s limiter.Stats) error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // classIndex returns the limiter class of a policy class name.
 func (a *Admission) classIndex(name string) (int, bool) {
-	for i, c := range a.Classes {
-		if c == name {
-			return i, true
-		}
-	}
-	return 0, false
+	i := slices.Index(a.Classes, name)
+	return i, i >= 0
 }
 
 // deferGrace is how long a classifier may take before the proxy starts
@@ -106,13 +93,13 @@ func (p *Proxy) classify(ctx context.Context, rec *recorder, r *http.Request, lb
 	if d := time.Since(start); d >= deferGrace {
 		rec.queueWait = d // a deferred request waited too
 	}
-	if _, ok := a.classIndex(req.PolicyClass()); ok {
+	idx, ok := a.classIndex(req.PolicyClass())
+	if ok {
 		rec.class = req.PolicyClass() // refusals are counted in their class too
 	}
 	if err != nil {
 		return limiter.Request{}, err
 	}
-	idx, ok := a.classIndex(req.PolicyClass())
 	if !ok {
 		// The classifier chose a class the configuration lacks: its bug,
 		// answered as a refusal, and the request's lifecycle ends there.

@@ -84,21 +84,19 @@ type lazyBody struct {
 }
 
 // start begins the read unless it has begun.
-func (l *lazyBody) start() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.q == nil {
-		l.q = readQueuedBody(l.body, l.max, l.cancel)
-	}
-}
+func (l *lazyBody) start() { l.begin(true) }
 
 // startDeferred is the deferral timer's start: it does nothing once
 // stopTimer was called, so a timer that fires late cannot start a read
 // the handler no longer expects.
-func (l *lazyBody) startDeferred() {
+func (l *lazyBody) startDeferred() { l.begin(false) }
+
+// begin starts the read unless it has begun, or, for the timer
+// (!afterTimer), unless the timer's say has ended.
+func (l *lazyBody) begin(afterTimer bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.q == nil && !l.timerDone {
+	if l.q == nil && (afterTimer || !l.timerDone) {
 		l.q = readQueuedBody(l.body, l.max, l.cancel)
 	}
 }
