@@ -87,7 +87,7 @@ var rules = []rule{
 	// The policy file loader: YAML and the plugin API, nothing of slotgate's.
 	{pkg: "admission/policy", stdlibOnly: true, allow: []string{module + "/admission", "go.yaml.in/yaml/v3"}},
 	// slotgate's own count of its flights and the busy rule: plain logic.
-	{pkg: "load/inflight", stdlibOnly: true},
+	{pkg: "load/inflight", stdlibOnly: true, allow: []string{module + "/load/estimate"}},
 	{pkg: "load/busy", stdlibOnly: true},
 	// report is the wire form that frontends import: nothing but the
 	// standard library, so a router embedding load/watch pulls in no

@@ -22,5 +22,5 @@
 //     block size of the last View) does not.
 //
 // All methods are safe for concurrent use. The package imports only the
-// standard library.
+// standard library and load/estimate (for Blocks).
 package inflight

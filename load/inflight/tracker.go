@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/slotgate/slotgate/load/estimate"
 )
 
 // Unpinned is the rank of a flight that the engine may run on any rank.
@@ -88,7 +90,7 @@ func (f *Flight) SetGenerated(n int) {
 		old, wasPrefilled := f.generated, f.prefilled
 		f.generated = max(n, 0)
 		f.prefilled = f.prefilled || n > 0
-		newBlock := bs > 0 && ceilDiv(f.prompt+old, bs) != ceilDiv(f.prompt+f.generated, bs)
+		newBlock := estimate.Blocks(f.prompt+old, bs) != estimate.Blocks(f.prompt+f.generated, bs)
 		return f.prefilled != wasPrefilled || newBlock
 	})
 }
@@ -161,9 +163,7 @@ func (f *Flight) addTo(dst *RankLoad, blockSize int) {
 	if !f.prefilled {
 		dst.PrefillTokens += int64(f.prompt)
 	}
-	if blockSize > 0 {
-		dst.DecodeBlocks += int64(ceilDiv(f.prompt+f.generated, blockSize))
-	}
+	dst.DecodeBlocks += int64(estimate.Blocks(f.prompt+f.generated, blockSize))
 }
 
 // spreadOver adds s evenly to the ranks, the remainder one each to the
@@ -183,5 +183,3 @@ func spreadOver(ranks []RankLoad, s RankLoad) {
 		ranks[i].DecodeBlocks += share(s.DecodeBlocks, i)
 	}
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
