@@ -34,11 +34,14 @@ type loadParts struct {
 	// Derived from each published snapshot for the request path, where
 	// reading them must cost next to nothing.
 	busy atomic.Bool
-	orca atomic.Pointer[string]
+	orca atomic.Pointer[string] // rendered only with --orca-header
+	// orcaOn is --orca-header: without it nobody reads the header, and it
+	// is not rendered.
+	orcaOn bool
 }
 
 func newLoadParts(cfg config.Config, lim *limiter.Limiter, log *zap.Logger) (*loadParts, error) {
-	lp := &loadParts{}
+	lp := &loadParts{orcaOn: cfg.ORCAHeader}
 	scraper, err := load.NewScraper(load.Options{
 		EngineURL: cfg.EngineURL,
 		Dialect:   load.Dialect(cfg.EngineMetricsDialect),
@@ -85,8 +88,10 @@ func (lp *loadParts) notify() {
 // published keeps what the request path reads of each snapshot.
 func (lp *loadParts) published(s *report.Snapshot) {
 	lp.busy.Store(s.Busy)
-	orca := report.ORCAText(s)
-	lp.orca.Store(&orca)
+	if lp.orcaOn {
+		orca := report.ORCAText(s)
+		lp.orca.Store(&orca)
+	}
 }
 
 // orcaKey is the ORCA header's key as net/http stores it: an engine's own
