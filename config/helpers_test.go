@@ -104,3 +104,31 @@ func mustLoad(t *testing.T, args []string, env map[string]string) config.Config 
 	}
 	return c
 }
+
+// validationCase is one configuration, the problems it must give (none
+// when empty), and what to check of the Config when it loads.
+type validationCase struct {
+	name  string
+	args  []string
+	env   map[string]string
+	probs []bad
+	check func(*testing.T, config.Config)
+}
+
+// runValidation loads each case as a subtest and checks it.
+func runValidation(t *testing.T, cases []validationCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := tc.env
+			if env == nil {
+				env = map[string]string{}
+			}
+			c, err := config.Load(tc.args, env)
+			checkProblems(t, err, tc.probs...)
+			if err == nil && tc.check != nil {
+				tc.check(t, c)
+			}
+		})
+	}
+}

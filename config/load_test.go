@@ -381,13 +381,7 @@ func TestOverloadStatus(t *testing.T) {
 
 // TestValidation covers the remaining settings, one problem or none per case.
 func TestValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		args  []string
-		env   map[string]string
-		probs []bad
-		check func(*testing.T, config.Config)
-	}{
+	runValidation(t, []validationCase{
 		// Addresses.
 		{name: "listen host:port", env: map[string]string{"SLOTGATE_LISTEN": "0.0.0.0:80"},
 			check: func(t *testing.T, c config.Config) { eq(t, "Listen", c.Listen, "0.0.0.0:80") }},
@@ -504,19 +498,7 @@ func TestValidation(t *testing.T) {
 		{name: "log format text", env: map[string]string{"SLOTGATE_LOG_FORMAT": "text"},
 			probs: []bad{{"SLOTGATE_LOG_FORMAT", "text"}}},
 		{name: "log format empty flag", args: []string{"--log-format="}, probs: []bad{{"--log-format", ""}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env := tc.env
-			if env == nil {
-				env = map[string]string{}
-			}
-			c, err := config.Load(tc.args, env)
-			checkProblems(t, err, tc.probs...)
-			if err == nil && tc.check != nil {
-				tc.check(t, c)
-			}
-		})
-	}
+	})
 }
 
 func eq[T comparable](t *testing.T, what string, got, want T) {

@@ -26,13 +26,7 @@ func TestLoadSettingDefaults(t *testing.T) {
 }
 
 func TestLoadSettings(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		args  []string
-		env   map[string]string
-		probs []bad
-		check func(*testing.T, config.Config)
-	}{
+	runValidation(t, []validationCase{
 		{name: "interval", args: []string{"--engine-metrics-interval=50ms"},
 			check: func(t *testing.T, c config.Config) { eq(t, "interval", c.EngineMetricsInterval, 50*time.Millisecond) }},
 		{name: "interval too short", args: []string{"--engine-metrics-interval=1ms"},
@@ -108,19 +102,7 @@ func TestLoadSettings(t *testing.T) {
 		{name: "grpc port 0 twice", args: []string{"--admin-listen=:0", "--admin-grpc-listen=:0"}},
 		{name: "grpc bad", args: []string{"--admin-grpc-listen=9091"}, probs: []bad{{"--admin-grpc-listen", "9091"}}},
 		{name: "model name empty", args: []string{"--model-name= "}, probs: []bad{{"--model-name", " "}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env := tc.env
-			if env == nil {
-				env = map[string]string{}
-			}
-			c, err := config.Load(tc.args, env)
-			checkProblems(t, err, tc.probs...)
-			if err == nil && tc.check != nil {
-				tc.check(t, c)
-			}
-		})
-	}
+	})
 }
 
 // TestRejectWhenBusyWithoutThresholdWarns: refusing while busy with no
