@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"net/http"
+	"net/http/pprof"
 )
 
 // Options configure the admin handler.
@@ -18,6 +19,10 @@ type Options struct {
 	// Routes are further handlers by http.ServeMux pattern, such as
 	// "GET /v1/load"; they must not repeat the ones above.
 	Routes map[string]http.Handler
+	// Profiling serves Go's pprof profiles under /debug/pprof/. They are
+	// off by default: a CPU profile costs the proxy while it runs, and the
+	// admin port is reachable by whatever scrapes the metrics.
+	Profiling bool
 }
 
 // NewHandler returns the admin port's handler.
@@ -30,6 +35,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 		mux.Handle(pattern, h)
 	}
 	mux.Handle("GET /metrics", opts.Metrics)
+	if opts.Profiling {
+		addProfiling(mux)
+	}
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
 	})
@@ -52,4 +60,14 @@ func writeText(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+// addProfiling registers net/http/pprof's handlers on mux: slotgate never
+// serves http.DefaultServeMux, where importing the package also puts them.
+func addProfiling(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }

@@ -262,3 +262,30 @@ func TestNewHandlerRequiresEveryOption(t *testing.T) {
 		t.Errorf("NewHandler with every option: %v", err)
 	}
 }
+
+// TestProfilingOnlyWhenAsked: /debug/pprof/ is there with Profiling and
+// absent (404) without it. (Importing net/http/pprof also registers its
+// handlers on http.DefaultServeMux, which slotgate never serves.)
+func TestProfilingOnlyWhenAsked(t *testing.T) {
+	for _, tc := range []struct {
+		profiling bool
+		want      int
+	}{{false, http.StatusNotFound}, {true, http.StatusOK}} {
+		h, err := admin.NewHandler(admin.Options{
+			Metrics:   http.NotFoundHandler(),
+			Ready:     func() error { return nil },
+			Drain:     func() {},
+			Profiling: tc.profiling,
+		})
+		if err != nil {
+			t.Fatalf("NewHandler: %v", err)
+		}
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=1"} {
+			rr := httptest.NewRecorder()
+			h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, path, nil))
+			if rr.Code != tc.want {
+				t.Errorf("profiling %v: GET %s = %d, want %d", tc.profiling, path, rr.Code, tc.want)
+			}
+		}
+	}
+}

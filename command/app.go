@@ -36,7 +36,7 @@ type app struct {
 // Interface guard: the metrics implement what the proxy reports to.
 var _ proxy.Observer = (*metrics.Metrics)(nil)
 
-func newApp(cfg config.Config, opts Options, pol *policy.Config, log *zap.Logger) (*app, error) {
+func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *zap.Logger) (*app, error) {
 	lim, err := newLimiter(cfg, pol)
 	if err != nil {
 		return nil, err
@@ -60,11 +60,11 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log *zap.Logger
 		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes,
 		PassthroughPaths:    cfg.PassthroughPaths,
 		Observer:            m,
-		AccessLog:           log.Named("access"),
 		Logger:              log.Named("proxy"),
 		Flights:             lp.flights,
 		Admission:           proxyAdmission(pol),
 		Changed:             lp.notify,
+		AccessLog:           access,
 	}
 	if cfg.ORCAHeader {
 		popts.LoadHeaders = lp.orcaHeader
@@ -86,6 +86,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log *zap.Logger
 	a.drain = newDrainer(log.Named("drain"))
 	adminHandler, err := admin.NewHandler(admin.Options{
 		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start, Routes: lp.routes(cfg, log),
+		Profiling: cfg.EnableProfiling,
 	})
 	if err != nil {
 		return nil, err

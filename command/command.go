@@ -71,7 +71,13 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 		log.Info("admission policy", zap.String("file", pol.Path), zap.String("classifier", pol.ClassifierType),
 			zap.Strings("classes", classNames(pol)), zap.String("default_class", pol.DefaultClass))
 	}
-	a, err := newApp(cfg, opts, pol, log)
+	access, stopAccess, err := accessLog(cfg, stderr)
+	if err != nil {
+		log.Error("start-up failed", zap.Error(err))
+		return 1
+	}
+	defer func() { _ = stopAccess() }()
+	a, err := newApp(cfg, opts, pol, log, access)
 	if err != nil {
 		log.Error("start-up failed", zap.Error(err))
 		return 1

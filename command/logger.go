@@ -1,12 +1,36 @@
 package command
 
 import (
+	"io"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/slotgate/slotgate/config"
+	"github.com/slotgate/slotgate/internal/logging"
 )
+
+// Access-log batching: lines wait at most accessFlushInterval, or until
+// accessBufferSize bytes wait (about a thousand lines).
+const (
+	accessBufferSize    = 256 << 10
+	accessFlushInterval = time.Second
+)
+
+// accessLog returns the access logger, named slotgate.access like a child
+// of the main logger, and the function that flushes it and stops its
+// flushing goroutine; a no-op logger when --access-log is false.
+func accessLog(cfg config.Config, out io.Writer) (*zap.Logger, func() error, error) {
+	if !cfg.AccessLog {
+		return zap.NewNop(), func() error { return nil }, nil
+	}
+	log, stop, err := logging.Buffered("slotgate", cfg.LogLevel, cfg.LogFormat, out, accessBufferSize, accessFlushInterval)
+	if err != nil {
+		return nil, nil, err
+	}
+	return log.Named("access"), stop, nil
+}
 
 // logConfig logs the effective configuration once, each value with where
 // it came from.
@@ -42,6 +66,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Bool("reject_when_busy", c.RejectWhenBusy), zap.Bool("orca_header", c.ORCAHeader),
 		zap.String("admin_grpc_listen", c.AdminGRPCListen), zap.String("model_name", c.ModelName),
 		zap.String("admission_config", c.AdmissionConfig),
+		zap.Bool("access_log", c.AccessLog), zap.Bool("enable_profiling", c.EnableProfiling),
 	)
 }
 

@@ -88,6 +88,12 @@ type Config struct {
 	// ModelName is echoed by /busy_threshold (--model-name,
 	// SLOTGATE_MODEL_NAME, "default").
 	ModelName string
+	// AccessLog writes one line per proxied request (--access-log,
+	// SLOTGATE_ACCESS_LOG, true).
+	AccessLog bool
+	// EnableProfiling serves /debug/pprof/ on the admin port
+	// (--enable-profiling, SLOTGATE_ENABLE_PROFILING, false).
+	EnableProfiling bool
 	// LogLevel is debug, info, warn or error (--log-level, SLOTGATE_LOG_LEVEL).
 	LogLevel string
 	// LogFormat is json or console (--log-format, SLOTGATE_LOG_FORMAT).

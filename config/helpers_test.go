@@ -45,6 +45,8 @@ var allSettings = []setting{
 	{"admin-grpc-listen", "SLOTGATE_ADMIN_GRPC_LISTEN", ":9091"},
 	{"admission-config", "SLOTGATE_ADMISSION_CONFIG", "(unset)"},
 	{"model-name", "SLOTGATE_MODEL_NAME", "default"},
+	{"access-log", "SLOTGATE_ACCESS_LOG", "true"},
+	{"enable-profiling", "SLOTGATE_ENABLE_PROFILING", "false"},
 	{"log-level", "SLOTGATE_LOG_LEVEL", "info"},
 	{"log-format", "SLOTGATE_LOG_FORMAT", "json"},
 }

@@ -28,6 +28,8 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 	c.PrefillThreshold = tokenThreshold(v, "active-prefill-tokens-threshold", r.PrefillThreshold)
 	c.RejectWhenBusy = v.Bool("reject-when-busy", r.RejectWhenBusy)
 	c.ORCAHeader = v.Bool("orca-header", r.ORCAHeader)
+	c.AccessLog = v.Bool("access-log", r.AccessLog)
+	c.EnableProfiling = v.Bool("enable-profiling", r.EnableProfiling)
 	c.AdminGRPCListen = ""
 	if a := strings.TrimSpace(r.AdminGRPCListen); a != "" && !strings.EqualFold(a, "off") {
 		c.AdminGRPCListen = v.Address("admin-grpc-listen", r.AdminGRPCListen)

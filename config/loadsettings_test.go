@@ -87,6 +87,19 @@ func TestLoadSettings(t *testing.T) {
 				eq(t, "RejectWhenBusy", c.RejectWhenBusy, true)
 				eq(t, "ORCAHeader", c.ORCAHeader, true)
 			}},
+		{name: "access log and profiling by default", check: func(t *testing.T, c config.Config) {
+			eq(t, "AccessLog", c.AccessLog, true)
+			eq(t, "EnableProfiling", c.EnableProfiling, false)
+		}},
+		{name: "access log off, profiling on", args: []string{"--access-log=false", "--enable-profiling"},
+			check: func(t *testing.T, c config.Config) {
+				eq(t, "AccessLog", c.AccessLog, false)
+				eq(t, "EnableProfiling", c.EnableProfiling, true)
+			}},
+		{name: "access log by variable", env: map[string]string{"SLOTGATE_ACCESS_LOG": "false"},
+			check: func(t *testing.T, c config.Config) { eq(t, "AccessLog", c.AccessLog, false) }},
+		{name: "access log not a bool", env: map[string]string{"SLOTGATE_ACCESS_LOG": "off"},
+			probs: []bad{{"SLOTGATE_ACCESS_LOG", "off"}}},
 		{name: "bool not a bool", env: map[string]string{"SLOTGATE_ORCA_HEADER": "yes"},
 			probs: []bad{{"SLOTGATE_ORCA_HEADER", "yes"}}},
 		{name: "grpc off", env: map[string]string{"SLOTGATE_ADMIN_GRPC_LISTEN": "off"},

@@ -32,6 +32,8 @@ type raw struct {
 	AdminGRPCListen       string `flag:"admin-grpc-listen" env:"SLOTGATE_ADMIN_GRPC_LISTEN" envDefault:":9091" usage:"gRPC admin address: the LoadReporter service and gRPC health; off (or an empty flag): none; never the proxy port"`
 	AdmissionConfig       string `flag:"admission-config" env:"SLOTGATE_ADMISSION_CONFIG" usage:"YAML file of the admission policy: request classifier and policy-class queues; unset: every request admitted in one FIFO queue"`
 	ModelName             string `flag:"model-name" env:"SLOTGATE_MODEL_NAME" envDefault:"default" usage:"the model named in /busy_threshold answers"`
+	AccessLog             string `flag:"access-log" env:"SLOTGATE_ACCESS_LOG" envDefault:"true" bool:"true" usage:"write one JSON line per proxied request to standard error; false for none"`
+	EnableProfiling       string `flag:"enable-profiling" env:"SLOTGATE_ENABLE_PROFILING" envDefault:"false" bool:"true" usage:"serve Go's pprof profiles under /debug/pprof/ on the admin port"`
 	LogLevel              string `flag:"log-level" env:"SLOTGATE_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
 	LogFormat             string `flag:"log-format" env:"SLOTGATE_LOG_FORMAT" envDefault:"json" usage:"json or console"`
 }

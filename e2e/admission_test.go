@@ -87,6 +87,10 @@ func TestExactCapacity(t *testing.T) {
 			t.Errorf("slotgate_requests_total{outcome=%q} = %v, want %v", outcome, got, want)
 		}
 	}
+	// The access log is written in batches, at least every second.
+	eventually(t, "an access-log line per request", func() bool {
+		return len(sg.log.lines(`"msg":"request"`)) >= clients
+	})
 	if got := len(sg.log.lines(`"msg":"request"`)); got != clients {
 		t.Errorf("%d access-log lines, want one per request (%d)", got, clients)
 	}

@@ -10,6 +10,7 @@
 //   - Times are ISO 8601 and durations are seconds, in both formats, so
 //     every command's lines read alike.
 //   - Log lines and zap's own errors share one locked sink, so they never
-//     interleave mid-line.
+//     interleave mid-line; a buffered logger (the access log) writes whole
+//     lines only, in batches, and every line it was given once stopped.
 //   - The root logger is named after the command.
 package logging

@@ -3,9 +3,12 @@ package logging_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/zap"
@@ -107,5 +110,67 @@ func TestNewNamesChildren(t *testing.T) {
 	log.Named("proxy").Info("x")
 	if !strings.Contains(b.String(), `"logger":"svc.proxy"`) {
 		t.Errorf("wrote %q, want logger svc.proxy", b.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the flushing goroutine.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes++
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines() (lines, writes int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), "\n"), l.writes
+}
+
+// TestBufferedBatchesAndFlushes: a buffered logger writes nothing until
+// its interval passes, then every waiting line in one write; a full
+// buffer is written at once; stop writes the rest.
+func TestBufferedBatchesAndFlushes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &lockedBuffer{}
+		log, stop, err := logging.Buffered("svc", "info", "json", out, 4096, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			log.Info("request", zap.Int("status", 200))
+		}
+		if n, w := out.lines(); n != 0 || w != 0 {
+			t.Fatalf("before the interval: %d lines in %d writes, want none", n, w)
+		}
+		time.Sleep(time.Second + time.Millisecond)
+		synctest.Wait()
+		if n, w := out.lines(); n != 10 || w != 1 {
+			t.Fatalf("after the interval: %d lines in %d writes, want 10 in 1", n, w)
+		}
+		for range 100 { // about 6 KiB: passes the 4 KiB buffer once
+			log.Info("request", zap.Int("status", 200))
+		}
+		if n, _ := out.lines(); n <= 10 || n >= 110 {
+			t.Errorf("with the buffer full: %d lines, want some written at once and some waiting", n)
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := out.lines(); n != 110 {
+			t.Errorf("after stop: %d lines, want all 110", n)
+		}
+	})
+}
+
+func TestBufferedRefusesBadLevel(t *testing.T) {
+	if _, _, err := logging.Buffered("svc", "loud", "json", io.Discard, 1024, time.Second); err == nil {
+		t.Fatal("Buffered with level loud: no error")
 	}
 }
