@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net/http"
 	"strings"
@@ -155,5 +156,87 @@ func TestStreamSurvivesBodyReadAfterHeaders(t *testing.T) {
 				t.Errorf("outcomes = %v, want admitted_direct", s.done)
 			}
 		})
+	}
+}
+
+// writeCounter counts the writes that reach it.
+type writeCounter struct{ writes int }
+
+func (w *writeCounter) Write(p []byte) (int, error) { w.writes++; return len(p), nil }
+
+// onWireWrites is a transport that first serialises each request the way
+// http.Transport does, into a buffered writer, and counts the writes that
+// reach the connection, then sends it with a real transport.
+type onWireWrites struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	writes []int
+}
+
+func (o *onWireWrites) RoundTrip(req *http.Request) (*http.Response, error) {
+	var c writeCounter
+	bw := bufio.NewWriter(&c)
+	clone := req.Clone(req.Context()) // shares req.Body, which Write reads
+	out := *req
+	if req.GetBody == nil && req.Body != nil {
+		// A stream: read it here, serialise it still as a stream, and
+		// send what was read.
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		clone.Body = io.NopCloser(struct{ io.Reader }{bytes.NewReader(b)})
+		out.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	if err := clone.Write(bw); err != nil {
+		return nil, err
+	}
+	_ = bw.Flush()
+	if req.GetBody != nil {
+		b, err := req.GetBody() // the body Write consumed, afresh
+		if err != nil {
+			return nil, err
+		}
+		out.Body = b
+	}
+	o.mu.Lock()
+	o.writes = append(o.writes, c.writes)
+	o.mu.Unlock()
+	return o.next.RoundTrip(&out)
+}
+
+// TestSmallBodyGoesOutInOneWrite: a small request body with a declared
+// length reaches the engine transport in memory, which sends it in the same write as the headers; a streamed
+// (chunked) body does not.
+func TestSmallBodyGoesOutInOneWrite(t *testing.T) {
+	spy := &onWireWrites{next: proxy.NewTransport(4)}
+	h := newHarness(t, harnessConfig{
+		engine: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }),
+		limits: limiter.Options{Slots: 1, QueueLen: 2}, options: func(o *proxy.Options) { o.Transport = spy },
+	})
+	body := `{"model":"m","prompt":"hello"}`
+	for _, tc := range []struct {
+		name    string
+		body    io.Reader
+		wantOne bool
+	}{
+		{"declared length", strings.NewReader(body), true},
+		{"chunked", io.MultiReader(strings.NewReader(body)), false},
+	} {
+		resp, err := http.Post(h.front.URL+"/v1/completions", "application/json", tc.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", tc.name, resp.StatusCode)
+		}
+		spy.mu.Lock()
+		got := spy.writes[len(spy.writes)-1]
+		spy.mu.Unlock()
+		if one := got == 1; one != tc.wantOne {
+			t.Errorf("%s: the engine request went out in %d writes; want one: %v", tc.name, got, tc.wantOne)
+		}
 	}
 }

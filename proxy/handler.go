@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"time"
@@ -47,6 +48,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if err := rec.bodyErr.Load(); err != nil {
+		p.engineError(rec, r, *err)
+		return
+	}
 	r = p.trackFlight(rec, r)
 	if rec.flight != nil {
 		defer rec.flight.End() // deferred after release, so it runs before it
@@ -112,10 +117,31 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 		rec.outcome = AdmittedQueued
 	}
 	if body != nil {
-		rec.bytesIn = int64(len(body.buf))
+		rec.bytesIn, rec.body = int64(len(body.buf)), body.buf
 		return release, withBody(r, body.buf)
 	}
-	return release, p.watchBody(rec, r)
+	return release, p.directBody(rec, r)
+}
+
+// directBody prepares the body of a request admitted without waiting. A
+// small one with a declared length is read whole first: it has almost
+// always arrived with the headers, and the engine transport sends an
+// in-memory body in the same write as the headers, where it flushes the
+// headers on their own before streaming any other body (two writes, and
+// two reads at the engine, per request). Others stream, watched.
+func (p *Proxy) directBody(rec *recorder, r *http.Request) *http.Request {
+	if r.ContentLength <= 0 || r.ContentLength > smallBody {
+		return p.watchBody(rec, r)
+	}
+	buf := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, buf); err != nil {
+		// Answered in ServeHTTP as a broken upload, like one that breaks
+		// while streaming to the engine.
+		rec.bodyErr.CompareAndSwap(nil, &err)
+		return r
+	}
+	rec.body = buf
+	return withBody(r, buf)
 }
 
 // settleBody waits for the read of a waiting request's body to end; when
@@ -184,7 +210,7 @@ func (p *Proxy) refuseAdmission(rec *recorder, err, cause error, clientGone bool
 // it has just started. Full duplex leaves the body to the transport; the
 // server still closes it when the handler returns.
 func (p *Proxy) forward(rec *recorder, r *http.Request) {
-	if r.ProtoMajor == 1 && r.ContentLength != 0 {
+	if r.ProtoMajor == 1 && r.ContentLength != 0 && rec.body == nil {
 		_ = http.NewResponseController(rec).EnableFullDuplex()
 	}
 	p.event(rec, admission.Sent)

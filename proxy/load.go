@@ -26,6 +26,12 @@ func (p *Proxy) trackFlight(rec *recorder, r *http.Request) *http.Request {
 		return r
 	}
 	rec.flight = p.flights.Begin(rank(r.Header))
+	if rec.body != nil {
+		// In memory: estimated at once, and the body left as it is, so
+		// the transport still sends it with the headers.
+		p.setPrompt(rec, rec.body)
+		return r
+	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return r
 	}
@@ -44,6 +50,16 @@ func (p *Proxy) trackFlight(rec *recorder, r *http.Request) *http.Request {
 		}
 	}
 	return out
+}
+
+// setPrompt estimates an in-memory body's prompt for the flight.
+func (p *Proxy) setPrompt(rec *recorder, body []byte) {
+	c := estimate.NewPromptCounter(p.maxBody)
+	_, _ = c.Write(body) // never fails
+	_ = c.Close()
+	tokens := c.Estimate().PromptTokens
+	rec.flight.SetPrompt(tokens)
+	rec.promptTokens.Store(int64(tokens))
 }
 
 // rank reads RankHeader; Unpinned when absent or not a rank.

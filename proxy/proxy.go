@@ -121,7 +121,7 @@ func New(opts Options) (*Proxy, error) {
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
-		Transport:      transport,
+		Transport:      inMemoryBody{next: transport},
 		BufferPool:     newBufferPool(),
 		ErrorHandler:   p.engineError,
 		ModifyResponse: p.modifyResponse,

@@ -1347,3 +1347,52 @@ func TestDirectBodyUnreadableIsABadRequest(t *testing.T) {
 	h.waitOutcome(proxy.RejectedBadRequest)
 	h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
 }
+
+// TestSmallBodyCutShortNeverReachesEngine: a small body with a declared
+// length is read whole before the request is forwarded; when its client
+// sends only part of it and leaves, the engine never sees the request, the
+// outcome is cancelled_running and the slot is released.
+func TestSmallBodyCutShortNeverReachesEngine(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		t.Error("engine got a request whose body never arrived whole")
+	})
+	h := newHarness(t, harnessConfig{engine: mux, limits: limiter.Options{Slots: 1}})
+	conn, _ := h.rawConn()
+	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: slotgate\r\n"+
+		"Content-Length: 100\r\n\r\n{\"prompt\":"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStats("the request to hold its slot", func(s limiter.Stats) bool { return s.Holding == 1 })
+	_ = conn.Close()
+	h.waitOutcome(proxy.CancelledRunning)
+	h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
+}
+
+// TestSmallBodyForwardedWhole: a small body read before forwarding reaches
+// the engine byte for byte, with its length.
+func TestSmallBodyForwardedWhole(t *testing.T) {
+	body := `{"model":"m","prompt":"` + strings.Repeat("word ", 200) + `"}`
+	var got atomic.Value
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil || r.ContentLength != int64(len(body)) {
+			t.Errorf("engine read %d bytes of a declared %d: %v", len(b), r.ContentLength, err)
+		}
+		got.Store(string(b))
+	})
+	h := newHarness(t, harnessConfig{engine: mux, limits: limiter.Options{Slots: 1}})
+	resp, err := http.Post(h.front.URL+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status = %d", resp.StatusCode)
+	}
+	if g, _ := got.Load().(string); g != body {
+		t.Errorf("engine got %d bytes, want the %d sent", len(g), len(body))
+	}
+	h.waitOutcome(proxy.AdmittedDirect)
+}

@@ -34,6 +34,9 @@ type recorder struct {
 	// bytesIn is the request body's size: declared, or read while queued
 	// (-1 when unknown).
 	bytesIn int64
+	// body is the request body when it is held in memory (read while
+	// queued, or a small one read at admission); nil when it streams.
+	body []byte
 	// bodyErr is the first error reading a forwarded request body: the
 	// client's fault, not the engine's. Written by the transport's
 	// goroutine, read by the handler after the round trip ended.
