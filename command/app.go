@@ -131,6 +131,7 @@ func newProxyServer(h http.Handler, log *zap.Logger) *http.Server {
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
+		ConnContext:       proxy.ConnContext, // lets the proxy see a departed client at once
 		ErrorLog:          zap.NewStdLog(log.Named("proxy.server")),
 	}
 }

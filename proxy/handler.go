@@ -103,13 +103,14 @@ func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
 			err = context.Cause(ctx)
 		}
 	}
-	if err == nil && r.Context().Err() != nil {
+	gone := r.Context().Err() != nil
+	if err == nil && (gone || rec.queued && clientLeft(r)) {
 		// Granted, but the client left meanwhile: never forward it.
 		release()
-		err = r.Context().Err()
+		err, gone = context.Canceled, true
 	}
 	if err != nil {
-		p.refuseAdmission(rec, err, context.Cause(ctx), r.Context().Err() != nil)
+		p.refuseAdmission(rec, err, context.Cause(ctx), gone || r.Context().Err() != nil)
 		return nil, r
 	}
 	rec.admitted, rec.outcome = true, AdmittedDirect

@@ -266,6 +266,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		handler = cfg.wrap(p)
 	}
 	h.front = httptest.NewUnstartedServer(handler)
+	h.front.Config.ConnContext = proxy.ConnContext
 	h.front.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			h.conns.Add(1)
