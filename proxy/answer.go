@@ -31,6 +31,9 @@ type answer struct {
 	reason     string
 	body       []byte
 	retryAfter string // empty: no Retry-After header
+	// The header values, rendered once. net/http copies the values of a
+	// handler's headers when it sends them, so they are never written to.
+	reasonV, lengthV, retryAfterV []string
 }
 
 // errorBody is OpenAI's error shape.
@@ -49,7 +52,13 @@ func newAnswer(status int, typ, message, reason, retryAfter string) answer {
 	if err != nil {
 		panic("proxy: marshal error body: " + err.Error()) // fixed shape: cannot fail
 	}
-	return answer{status: status, reason: reason, body: append(body, '\n'), retryAfter: retryAfter}
+	body = append(body, '\n')
+	a := answer{status: status, reason: reason, body: body, retryAfter: retryAfter,
+		reasonV: []string{reason}, lengthV: []string{strconv.Itoa(len(body))}}
+	if retryAfter != "" {
+		a.retryAfterV = []string{retryAfter}
+	}
+	return a
 }
 
 // answers holds every answer, rendered once at start-up so that a rejection
@@ -99,11 +108,11 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 func (a *answer) write(rec *recorder) {
 	h := rec.Header()
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(a.body))}
-	h[ReasonHeader] = []string{a.reason}
+	h["Content-Length"] = a.lengthV
+	h[ReasonHeader] = a.reasonV
 	h[requestIDHeader] = []string{rec.id}
-	if a.retryAfter != "" {
-		h["Retry-After"] = []string{a.retryAfter}
+	if a.retryAfterV != nil {
+		h["Retry-After"] = a.retryAfterV
 	}
 	if rec.bodyPending {
 		h["Connection"] = connectionClose
