@@ -49,8 +49,16 @@ lint: fmt-check vet ## gofmt, go vet and staticcheck (pinned, fetched by go run)
 		$(GO) run $(STATICCHECK) ./...; \
 	else echo "lint: skipping staticcheck: $(STATICCHECK) could not be fetched from the module proxy"; fi
 
-bench: ## the limiter and proxy microbenchmarks, 5 runs each (compare with benchstat)
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./limiter ./proxy
+bench: ## issue 6 in one command: bench-go, then bench-peers (installs HAProxy and nginx when missing)
+	@$(MAKE) --no-print-directory bench-go
+	@$(MAKE) --no-print-directory bench-peers
+
+bench-go: ## the limiter and proxy microbenchmarks, 5 runs each, saved to bench/results/<time>-go.txt (compare with benchstat)
+	@mkdir -p bench/results; out=bench/results/$$(date -u +%Y%m%dT%H%M%SZ)-go.txt; \
+	echo "bench-go: the limiter and proxy microbenchmarks, output also in $$out"; \
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 -benchtime 200ms ./limiter ./proxy 2>&1 | tee "$$out"; \
+	if grep -q '^FAIL' "$$out"; then echo "bench-go: failed, see $$out" >&2; exit 1; fi; \
+	echo "bench-go: written to $$out"
 
 tidy-check: ## fail if go.mod or go.sum are not tidy
 	$(GO) mod tidy
@@ -127,15 +135,18 @@ protoc:
 # one run on 127.0.0.1, with slotgate-bench (bench/cmd/slotgate-bench).
 # haproxy and nginx-light come from Debian's packages, installed with
 # apt-get when missing; a peer that cannot be installed is skipped with a
-# message. Results go to bench/results/<time>.json; BENCH_FLAGS passes
-# flags on (e.g. BENCH_FLAGS='--reps 5 --duration 5s').
+# message. Results go to bench/results/<time>.json, the latency plot next
+# to it and to BENCH_PLOT (the copy BENCHMARKS.md shows); BENCH_FLAGS
+# passes flags on (e.g. BENCH_FLAGS='--reps 5 --duration 5s', or
+# BENCH_FLAGS='--scenarios stream,overload').
 BENCH_FLAGS ?=
+BENCH_PLOT  ?= bench/latency.svg
 
-.PHONY: bench-peers bench-peers-deps
+.PHONY: bench-go bench-peers bench-peers-deps
 
-bench-peers: bench-peers-deps ## slotgate vs direct, HAProxy and nginx (fast path, overload, abandoned); installs the peers with apt-get
+bench-peers: bench-peers-deps ## slotgate vs direct, HAProxy and nginx (fast path sweep, SSE, overload, memory, abandoned); installs the peers with apt-get
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/slotgate ./bench/cmd/slotgate-bench
-	$(BIN)/slotgate-bench --bin $(BIN) --out bench/results $(BENCH_FLAGS)
+	$(BIN)/slotgate-bench --bin $(BIN) --out bench/results --plot $(BENCH_PLOT) $(BENCH_FLAGS)
 
 bench-peers-deps:
 	@missing=; \

@@ -21,6 +21,12 @@ type Params struct {
 	N, Q      int    // engine slots and queue length
 	Workers   int    // nginx worker processes
 	Keepalive int    // nginx idle upstream connections kept per worker
+	// NoQueueACL leaves HAProxy's queue() ACL out: "server maxconn N
+	// maxqueue Q" alone, which does not bound a single server's queue.
+	NoQueueACL bool
+	// QueueTimeout is HAProxy's `timeout queue` (HAProxy's time syntax,
+	// e.g. "1s"); empty: 30s, longer than any run.
+	QueueTimeout string
 }
 
 func (p Params) validate() error {

@@ -17,6 +17,8 @@ func TestRender(t *testing.T) {
 			"option http-no-delay",
 			"if { queue(be) ge 16 }",
 			"server s1 127.0.0.1:9000 maxconn 8 maxqueue 16",
+			"timeout queue 30s",
+			"stats socket /tmp/r/haproxy.sock mode 600 level admin",
 		}},
 		{"nginx.conf.tmpl", []string{
 			"pid /tmp/r/nginx.pid;",
@@ -37,6 +39,27 @@ func TestRender(t *testing.T) {
 		}
 		if strings.Contains(string(out), "{{") || strings.Contains(string(out), "<no value>") {
 			t.Errorf("%s: unfilled template:\n%s", tc.name, out)
+		}
+	}
+}
+
+func TestRenderHAProxyMaxqueue(t *testing.T) {
+	p := Params{Run: "/tmp/r", Port: 18080, Upstream: "127.0.0.1:9000", N: 8, Q: 16, NoQueueACL: true, QueueTimeout: "1s"}
+	out, err := Render("haproxy.cfg.tmpl", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"queue(be)", false},
+		{"timeout queue 1s", true},
+		{"server s1 127.0.0.1:9000 maxconn 8 maxqueue 16", true},
+		{"stats socket /tmp/r/haproxy.sock", true},
+	} {
+		if got := strings.Contains(string(out), tc.text); got != tc.want {
+			t.Errorf("contains %q = %v, want %v, in:\n%s", tc.text, got, tc.want, out)
 		}
 	}
 }

@@ -21,7 +21,7 @@ var reqBody = []byte(`{"model":"m","prompt":"hi","max_tokens":16}`)
 type loadResult struct {
 	elapsed  time.Duration
 	ok       []time.Duration // latencies of 200 answers
-	rejected []time.Duration // latencies of 529 answers
+	rejected []time.Duration // latencies of overload answers (isRejection)
 	other    int             // other statuses and transport errors
 	firstErr error
 }
@@ -65,7 +65,7 @@ func closedLoop(ctx context.Context, url string, conc int, d time.Duration) load
 					firstErr = cmpOr(firstErr, err)
 				case status == http.StatusOK:
 					ok = append(ok, lat)
-				case status == 529:
+				case isRejection(status):
 					rej = append(rej, lat)
 				default:
 					other++
@@ -85,6 +85,13 @@ func closedLoop(ctx context.Context, url string, conc int, d time.Duration) load
 	slices.Sort(res.ok)
 	slices.Sort(res.rejected)
 	return res
+}
+
+// isRejection says whether status is an overload answer: the 529 of
+// slotgate and the peers set up to answer it, or the 503 HAProxy answers
+// when `timeout queue` ends a wait (haproxy-maxqueue).
+func isRejection(status int) bool {
+	return status == 529 || status == http.StatusServiceUnavailable
 }
 
 func cmpOr(a, b error) error {
@@ -110,36 +117,4 @@ func post(ctx context.Context, c *http.Client, url string) (int, error) {
 		return 0, err
 	}
 	return resp.StatusCode, nil
-}
-
-// abandon sends n requests at once, each on its own connection, and drops
-// every one still unanswered after leaveAfter. It returns how many were
-// answered 200 and 529 before their client left.
-func abandon(ctx context.Context, url string, n int, leaveAfter time.Duration) (served, rejected int) {
-	tr := newTransport(n)
-	tr.MaxConnsPerHost = n
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for range n {
-		wg.Go(func() {
-			rctx, cancel := context.WithTimeout(ctx, leaveAfter)
-			defer cancel()
-			status, err := post(rctx, client, url)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-			case status == http.StatusOK:
-				served++
-			case status == 529:
-				rejected++
-			}
-		})
-	}
-	wg.Wait()
-	return served, rejected
 }

@@ -1,8 +1,12 @@
 // Command slotgate-bench measures slotgate side by side with no proxy
-// (direct), HAProxy and nginx, in one run on 127.0.0.1: the fast path, an
-// overload storm and abandoned requests (issue 6). It starts a tiny engine
-// stand-in in its own process and the proxies as child processes, which it
-// stops on exit and on Ctrl-C. `make bench-peers` builds and runs it.
+// (direct), HAProxy and nginx, in one run on 127.0.0.1 (issue 6): the fast
+// path at several concurrencies (plotted as latency against offered load),
+// SSE streaming, an overload storm, memory per queued request and
+// abandoned requests, then checks the issue's targets. The client is the
+// driver itself; the engine stand-in and the clients that get killed are
+// the driver's own binary re-executed as a child (subcommands engine and
+// abandon-clients), the proxies are child processes too, and every child is
+// stopped on exit and on Ctrl-C. `make bench-peers` builds and runs it.
 package main
 
 import (
@@ -23,17 +27,23 @@ import (
 type options struct {
 	bin, haproxy, nginx, out string
 	only                     string
+	plot                     string
 	reps                     int
 	duration                 time.Duration
 }
 
 func main() {
+	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+		subcommand(os.Args[1], os.Args[2:])
+		return
+	}
 	var o options
 	flag.StringVar(&o.bin, "bin", "bin", "folder holding the slotgate binary")
 	flag.StringVar(&o.haproxy, "haproxy", findBinary("haproxy"), "haproxy binary; empty: skip HAProxy")
 	flag.StringVar(&o.nginx, "nginx", findBinary("nginx"), "nginx binary; empty: skip nginx")
 	flag.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
-	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run (fast-c1, fast-c16, fast-c64, overload, abandon); empty: all")
+	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames(), ", ")+"); empty: all")
+	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each measurement per target")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each closed-loop run")
 	flag.Parse()
@@ -51,6 +61,38 @@ func main() {
 	}
 }
 
+// missingPeers lists, and prints, the peers that are not installed.
+func missingPeers(o options) []string {
+	var out []string
+	if o.haproxy == "" {
+		out = append(out, "haproxy: not installed (apt-get install haproxy)")
+	}
+	if o.nginx == "" {
+		out = append(out, "nginx: not installed (apt-get install nginx-light)")
+	}
+	for _, s := range out {
+		fmt.Println("slotgate-bench: skipping", s)
+	}
+	return out
+}
+
+// subcommand runs one of the driver's child roles.
+func subcommand(name string, args []string) {
+	var err error
+	switch name {
+	case "engine":
+		err = engineMain(args)
+	case "abandon-clients":
+		err = abandonClientsMain(args)
+	default:
+		err = fmt.Errorf("unknown subcommand %q (engine, abandon-clients; the driver itself takes only flags)", name)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "slotgate-bench %s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
 // Results is the JSON written to the results folder.
 type Results struct {
 	Time      time.Time        `json:"time"`
@@ -60,6 +102,7 @@ type Results struct {
 	Duration  string           `json:"duration"`
 	Skipped   []string         `json:"skipped,omitempty"`
 	Scenarios []ScenarioResult `json:"scenarios"`
+	Targets   []Goal           `json:"targets"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -70,16 +113,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil || !isExec(sg) {
 		return fmt.Errorf("no slotgate binary at %s: run make bench-peers, or go build -o %s/ ./cmd/slotgate", sg, o.bin)
 	}
-	res := Results{Time: time.Now().UTC(), Command: strings.Join(os.Args, " "), Reps: o.reps, Duration: o.duration.String()}
-	if o.haproxy == "" {
-		res.Skipped = append(res.Skipped, "haproxy: not installed (apt-get install haproxy)")
-	}
-	if o.nginx == "" {
-		res.Skipped = append(res.Skipped, "nginx: not installed (apt-get install nginx-light)")
-	}
-	for _, s := range res.Skipped {
-		fmt.Println("slotgate-bench: skipping", s)
-	}
+	res := Results{Time: time.Now().UTC(), Command: strings.Join(os.Args, " "), Reps: o.reps, Duration: o.duration.String(),
+		Skipped: missingPeers(o)}
 	scs, err := pick(scenarios(), o.only)
 	if err != nil {
 		return err
@@ -91,28 +126,51 @@ func run(ctx context.Context, o options) error {
 	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, haproxy: o.haproxy, nginx: o.nginx}
 	defer e.procs.stopAll()
 	res.Machine = describe(sg, o.haproxy, o.nginx)
-	up, err := startUpstream()
+	eng, err := startEngine(ctx, e.procs, runDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("engine stand-in: %w", err)
 	}
-	defer up.close()
 
 	fmt.Printf("slotgate-bench: %d runs of %v per target and scenario; logs and configs in %s\n", o.reps, o.duration, runDir)
 	for _, sc := range scs {
 		fmt.Printf("%s: %s\n", sc.name, sc.about)
-		r, err := runScenario(ctx, e, up, sc, o.reps, o.duration)
+		r, err := runScenario(ctx, e, eng, sc, o.reps, o.duration)
 		if err != nil {
 			return fmt.Errorf("%w (logs and configs in %s)", err, runDir)
 		}
 		res.Scenarios = append(res.Scenarios, r)
 	}
+	e.procs.stopAll()
 	os.RemoveAll(runDir)
+	res.Targets = goals(res.Scenarios)
 	writeTables(os.Stdout, res.Scenarios)
+	writeGoals(os.Stdout, res.Targets)
+	return saveAll(o, res)
+}
+
+// saveAll writes the JSON and, when the fast path was measured, the
+// latency plot next to it and to --plot.
+func saveAll(o options, res Results) error {
 	path, err := save(o.out, res)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("\nslotgate-bench: results written to %s\n", path)
+	svg := renderLatencySVG(latencySeries(res.Scenarios),
+		fmt.Sprintf("fast path latency against offered load (medians, %d × %s per point), %s", res.Reps, res.Duration, res.Time.Format("2006-01-02 15:04Z")))
+	if svg == nil {
+		return nil
+	}
+	paths := []string{strings.TrimSuffix(path, ".json") + "-latency.svg"}
+	if o.plot != "" {
+		paths = append(paths, o.plot)
+	}
+	for _, p := range paths {
+		if err := writeFile(p, svg); err != nil {
+			return err
+		}
+		fmt.Printf("slotgate-bench: latency plot written to %s\n", p)
+	}
 	return nil
 }
 
@@ -140,9 +198,26 @@ func save(dir string, res Results) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, res.Time.Format("20060102T150405Z")+".json")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return "", err
+	return path, writeFile(path, append(b, '\n'))
+}
+
+// writeFile writes through a temporary file, so that a reader never sees
+// half a file.
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
 	}
-	return path, os.Rename(tmp, path)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func scenarioNames() []string {
+	var names []string
+	for _, s := range scenarios() {
+		names = append(names, s.name)
+	}
+	return names
 }

@@ -21,16 +21,24 @@ type procs struct {
 
 func newProcs() *procs { return &procs{live: map[*exec.Cmd]chan struct{}{}} }
 
-// start runs path with args, its output appended to logPath. The returned
-// channel is closed when the process exits.
-func (p *procs) start(logPath, path string, args ...string) (*exec.Cmd, <-chan struct{}, error) {
+// start runs path with args, its output appended to logPath, or its
+// standard output written to stdout when that is not nil (the driver reads
+// its own children's reports through a pipe). The returned channel is
+// closed when the process exits.
+func (p *procs) start(logPath string, stdout *os.File, path string, args ...string) (*exec.Cmd, <-chan struct{}, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	// Its own process group, so that a terminal's Ctrl-C reaches only the
+	// driver, which then stops every child in order; Pdeathsig, so that a
+	// child does not outlive a driver killed without a chance to clean up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, nil, fmt.Errorf("start %s: %w", path, err)
@@ -48,7 +56,13 @@ func (p *procs) start(logPath, path string, args ...string) (*exec.Cmd, <-chan s
 }
 
 // stop sends SIGTERM to cmd's process group, then SIGKILL after 3 s.
-func (p *procs) stop(cmd *exec.Cmd) {
+func (p *procs) stop(cmd *exec.Cmd) { p.signal(cmd, syscall.SIGTERM) }
+
+// kill sends SIGKILL to cmd's process group at once, the way a client
+// process dies: every socket it held is closed by the kernel together.
+func (p *procs) kill(cmd *exec.Cmd) { p.signal(cmd, syscall.SIGKILL) }
+
+func (p *procs) signal(cmd *exec.Cmd, sig syscall.Signal) {
 	p.mu.Lock()
 	done, ok := p.live[cmd]
 	delete(p.live, cmd)
@@ -56,7 +70,7 @@ func (p *procs) stop(cmd *exec.Cmd) {
 	if !ok {
 		return
 	}
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) //nolint:errcheck // it may be gone
+	syscall.Kill(-cmd.Process.Pid, sig) //nolint:errcheck // it may be gone
 	select {
 	case <-done:
 	case <-time.After(3 * time.Second):

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -14,65 +15,142 @@ type Row struct {
 
 // ScenarioResult is one scenario on every target.
 type ScenarioResult struct {
-	Name    string   `json:"name"`
-	About   string   `json:"about"`
-	Metrics []string `json:"metrics"`
-	Ratio   []string `json:"ratio_to_direct,omitempty"`
-	Rows    []Row    `json:"rows"`
+	Name        string   `json:"name"`
+	About       string   `json:"about"`
+	N           int      `json:"n"`
+	Q           int      `json:"q"`
+	Concurrency int      `json:"concurrency,omitempty"` // the fast path's, for the plot
+	Metrics     []string `json:"metrics"`
+	Ratio       []string `json:"ratio_to_direct,omitempty"`
+	Rows        []Row    `json:"rows"`
 }
 
-// runScenario starts every target with the scenario's cap, then measures
-// them in turn, reps times, rotating the order from one round to the next
-// so that drift on the machine hits all alike.
-func runScenario(ctx context.Context, e *env, up *upstream, sc scenario, reps int, d time.Duration) (ScenarioResult, error) {
-	res := ScenarioResult{Name: sc.name, About: sc.about, Metrics: sc.metrics, Ratio: sc.ratio}
-	ts := e.targets()
-	addrs := make([]string, len(ts))
-	for i, t := range ts {
-		addr, stop, err := t.up(ctx, up.addr, sc.n, sc.q)
-		if err != nil {
-			return res, fmt.Errorf("start %s: %w", t.name, err)
+// runScenario starts each of the scenario's targets with its cap (or, for
+// a fresh scenario, once per run), then measures them in turn, reps times,
+// rotating the order from one round to the next so that drift on the
+// machine hits all alike.
+func runScenario(ctx context.Context, e *env, eng *engineProc, sc scenario, reps int, d time.Duration) (ScenarioResult, error) {
+	res := ScenarioResult{Name: sc.name, About: sc.about, N: sc.n, Q: sc.q, Concurrency: sc.conc,
+		Metrics: append(slices.Clone(sc.metrics), addedNames(sc.added)...), Ratio: sc.ratio}
+	ts := e.targets(cmpOrSlice(sc.targets, defaultTargets))
+	insts := make([]*instance, len(ts)) // nil: started for each run
+	if !sc.fresh {
+		for i, t := range ts {
+			in, err := t.up(ctx, eng.addr, sc.n, sc.q)
+			if err != nil {
+				return res, fmt.Errorf("start %s: %w", t.name, err)
+			}
+			defer in.stop()
+			insts[i] = in
 		}
-		defer stop()
-		addrs[i] = addr
 	}
+	if sc.warmup {
+		for i, t := range ts {
+			if _, err := measureOnce(ctx, e, eng, sc, t, insts[i], 300*time.Millisecond); err != nil {
+				return res, fmt.Errorf("%s: warm-up on %s: %w", sc.name, t.name, err)
+			}
+		}
+	}
+	runs, err := rounds(ctx, e, eng, sc, ts, insts, reps, d)
+	if err != nil {
+		return res, err
+	}
+	res.Rows = rows(ts, runs, sc.added)
+	return res, nil
+}
+
+// rounds measures every target once per round, reps rounds, and returns
+// each target's runs of each metric, in round order.
+func rounds(ctx context.Context, e *env, eng *engineProc, sc scenario, ts []target, insts []*instance, reps int, d time.Duration) ([]map[string][]float64, error) {
 	runs := make([]map[string][]float64, len(ts))
 	for i := range runs {
 		runs[i] = map[string][]float64{}
 	}
-	if sc.warmup {
-		for i := range ts {
-			up.reset(sc.slots)
-			if _, err := sc.measure(ctx, "http://"+addrs[i], up, 300*time.Millisecond); err != nil {
-				return res, fmt.Errorf("%s: warm-up on %s: %w", sc.name, ts[i].name, err)
-			}
-		}
-	}
 	for rep := range reps {
 		for k := range ts {
 			i := (k + rep) % len(ts)
-			up.reset(sc.slots)
-			m, err := sc.measure(ctx, "http://"+addrs[i], up, d)
+			m, err := measureOnce(ctx, e, eng, sc, ts[i], insts[i], d)
 			if err != nil {
-				return res, fmt.Errorf("%s on %s, run %d: %w", sc.name, ts[i].name, rep+1, err)
+				return nil, fmt.Errorf("%s on %s, run %d: %w", sc.name, ts[i].name, rep+1, err)
 			}
 			for name, v := range m {
 				runs[i][name] = append(runs[i][name], v)
 			}
-			fmt.Printf("  %-9s %-9s run %d: %s\n", sc.name, ts[i].name, rep+1, brief(sc.metrics, m))
+			fmt.Printf("  %-9s %-16s run %d: %s\n", sc.name, ts[i].name, rep+1, brief(sc.metrics, m))
 			if !sleep(ctx, 300*time.Millisecond) { // let the last requests end
-				return res, ctx.Err()
+				return nil, ctx.Err()
 			}
 		}
 	}
-	for i, t := range ts {
-		row := Row{Target: t.name, Metrics: map[string]Summary{}}
-		for name, vs := range runs[i] {
-			row.Metrics[name] = summarize(vs)
+	return runs, nil
+}
+
+// rows summarizes each target's runs, with the added metrics computed
+// against direct's when direct was measured.
+func rows(ts []target, runs []map[string][]float64, added []string) []Row {
+	if i := slices.IndexFunc(ts, func(t target) bool { return t.name == "direct" }); i >= 0 {
+		for j := range runs {
+			addRelative(runs[j], runs[i], added)
 		}
-		res.Rows = append(res.Rows, row)
 	}
-	return res, nil
+	out := make([]Row, len(ts))
+	for i, t := range ts {
+		out[i] = Row{Target: t.name, Metrics: map[string]Summary{}}
+		for name, vs := range runs[i] {
+			out[i].Metrics[name] = summarize(vs)
+		}
+	}
+	return out
+}
+
+// measureOnce makes one measurement on target t, started already (in) or,
+// when in is nil, started for this measurement alone.
+func measureOnce(ctx context.Context, e *env, eng *engineProc, sc scenario, t target, in *instance, d time.Duration) (map[string]float64, error) {
+	if in == nil {
+		var err error
+		if in, err = t.up(ctx, eng.addr, sc.n, sc.q); err != nil {
+			return nil, fmt.Errorf("start %s: %w", t.name, err)
+		}
+		defer in.stop()
+	}
+	if err := eng.reset(ctx, sc.slots); err != nil {
+		return nil, err
+	}
+	return sc.measure(ctx, trial{url: "http://" + in.addr, inst: in, eng: eng, env: e, d: d})
+}
+
+// addRelative adds to runs, for each metric in names, "added <metric>":
+// each run's value minus direct's value in the same round (the runs of a
+// round are made one right after the other, so they share the machine's
+// state of the moment).
+func addRelative(runs, direct map[string][]float64, names []string) {
+	for _, m := range names {
+		a, b := runs[m], direct[m]
+		if len(a) != len(b) {
+			continue
+		}
+		out := make([]float64, len(a))
+		for r := range a {
+			out[r] = a[r] - b[r]
+		}
+		runs["added "+m] = out
+	}
+}
+
+func addedNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, m := range names {
+		out[i] = "added " + m
+	}
+	return out
+}
+
+// cmpOrSlice returns a, or b when a is empty.
+func cmpOrSlice[T any](a, b []T) []T {
+	if len(a) == 0 {
+		return b
+	}
+	return a
 }
 
 func brief(order []string, m map[string]float64) string {

@@ -6,56 +6,101 @@ import (
 	"time"
 )
 
-// A scenario is one measurement, made on every target with the proxies
-// capped at N slots and a queue of Q.
+// A scenario is one measurement, made on each of its targets with the
+// proxies capped at N slots and a queue of Q.
 type scenario struct {
 	name    string
 	about   string
 	n, q    int
 	slots   int      // the engine's slots (0: unlimited)
+	targets []string // the targets it runs on; nil: defaultTargets
 	metrics []string // the metrics measure returns, in table order
 	// ratio names the metrics also shown as a ratio to direct's median.
-	ratio   []string
-	warmup  bool
-	measure func(ctx context.Context, url string, up *upstream, d time.Duration) (map[string]float64, error)
+	ratio []string
+	// added names the metrics also shown as "added <metric>": each run's
+	// value minus direct's in the same round.
+	added   []string
+	conc    int  // the fast path's concurrency, for the latency plot; 0: not plotted
+	warmup  bool // a short unmeasured run on each target first
+	fresh   bool // start each target afresh for every run
+	measure func(ctx context.Context, t trial) (map[string]float64, error)
 }
+
+// trial is what one measurement gets.
+type trial struct {
+	url  string // http://host:port of the target
+	inst *instance
+	eng  *engineProc
+	env  *env
+	d    time.Duration // the length of a closed-loop run
+}
+
+// sweep is the fast path's concurrencies: the 1, 16 and 64 of issue 6,
+// and 4 and 128 for the plot of latency against offered load.
+var sweep = []int{1, 4, 16, 64, 128}
 
 func scenarios() []scenario {
 	var all []scenario
-	for _, c := range []int{1, 16, 64} {
-		all = append(all, scenario{
+	for _, c := range sweep {
+		sc := scenario{
 			name:    fmt.Sprintf("fast-c%d", c),
 			about:   fmt.Sprintf("fast path: tiny JSON, keep-alive, concurrency %d (proxies capped at N=256, Q=16, never reached)", c),
 			n:       256,
 			q:       16,
 			metrics: []string{"req/s", "p50 ms", "p99 ms", "errors"},
 			ratio:   []string{"req/s", "p50 ms"},
+			conc:    c,
 			warmup:  true,
 			measure: fastPath(c),
-		})
+		}
+		if c == 1 {
+			sc.added = []string{"p50 ms"} // issue 6: added p50 at c=1 no more than HAProxy's
+		}
+		all = append(all, sc)
 	}
-	all = append(all, scenario{
-		name:    "overload",
-		about:   "overload storm: engine of 8 slots, 50 ms service, N=8, Q=16, offered concurrency 200 (closed loop)",
+	return append(all, scenario{
+		name:    "stream",
+		about:   "streaming: SSE of 16 chunks 10 ms apart, keep-alive, concurrency 32 (N=256, Q=16, never reached); TTFT from request to first chunk, ITL between chunks",
+		n:       256,
+		q:       16,
+		metrics: []string{"streams/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", "errors"},
+		added:   []string{"TTFT p50 ms", "ITL p50 ms"},
+		warmup:  true,
+		measure: streaming,
+	}, scenario{
+		name: "overload",
+		about: "overload storm: engine of 8 slots, 50 ms service, N=8, Q=16, offered concurrency 200 (closed loop); queued max sampled every 5 ms " +
+			"(slotgate dynamo_request_queue, HAProxy show stat qcur; nginx has no queue); haproxy-maxqueue is maxconn 8 maxqueue 16 without the queue() ACL, answering 503 after timeout queue 500 ms",
 		n:       8,
 		q:       16,
 		slots:   8,
-		metrics: []string{"served/s", "rejected/s", "rej p50 ms", "rej p99 ms", "engine max", "errors"},
+		targets: []string{"direct", "slotgate", "haproxy", "haproxy-maxqueue", "nginx"},
+		metrics: []string{"served/s", "rejected/s", "rej p50 ms", "rej p99 ms", "engine max", "queued max", "errors"},
 		measure: overload,
 	}, scenario{
-		name:    "abandon",
-		about:   "abandoned requests: 40 clients at once, N=8, Q=32, 1 s service, every client leaves at 0.5 s; expected to reach the engine: 8 for a capped target, 40 direct",
+		name: "memory",
+		about: fmt.Sprintf("memory: resident memory (VmRSS of the proxy's process tree) idle after a warm-up, then with %d in flight (N=%d) and %d queued (Q=%d); "+
+			"KiB/queued = growth ÷ %d; a fresh proxy each run; nginx has no queue", memN, memN, memQ, memQ, memQ),
+		n:       memN,
+		q:       memQ,
+		targets: []string{"slotgate", "haproxy"},
+		metrics: []string{"idle RSS KiB", "queued RSS KiB", "KiB/queued", "queued", "engine max"},
+		fresh:   true,
+		measure: memory,
+	}, scenario{
+		name: "abandon",
+		about: "abandoned requests: 40 clients at once (a separate process), N=8, Q=32, 1 s service, the client process killed (SIGKILL) at 0.5 s; " +
+			"expected to reach the engine: 8 for a capped target, 40 direct",
 		n:       8,
 		q:       32,
 		metrics: []string{"reached engine", "engine max", "answered"},
 		measure: abandoned,
 	})
-	return all
 }
 
-func fastPath(conc int) func(context.Context, string, *upstream, time.Duration) (map[string]float64, error) {
-	return func(ctx context.Context, url string, _ *upstream, d time.Duration) (map[string]float64, error) {
-		r := closedLoop(ctx, url+"/fast", conc, d)
+func fastPath(conc int) func(context.Context, trial) (map[string]float64, error) {
+	return func(ctx context.Context, t trial) (map[string]float64, error) {
+		r := closedLoop(ctx, t.url+"/fast", conc, t.d)
 		if len(r.ok) == 0 {
 			return nil, fmt.Errorf("no request served (%d errors, first: %v)", r.other, r.firstErr)
 		}
@@ -68,10 +113,35 @@ func fastPath(conc int) func(context.Context, string, *upstream, time.Duration) 
 	}
 }
 
-func overload(ctx context.Context, url string, up *upstream, d time.Duration) (map[string]float64, error) {
-	r := closedLoop(ctx, url+"/work?ms=50", 200, d)
+// overload runs the storm while sampling the proxy's queue depth every
+// 5 ms, on every target alike (direct and nginx have nothing to read).
+func overload(ctx context.Context, t trial) (map[string]float64, error) {
+	sctx, stopSampling := context.WithCancel(ctx)
+	type sample struct {
+		max int
+		err error
+	}
+	sampled := make(chan sample, 1)
+	go func() {
+		if t.inst.queued == nil {
+			sampled <- sample{}
+			return
+		}
+		v, err := sampleMax(sctx, 5*time.Millisecond, t.inst.queued)
+		sampled <- sample{v, err}
+	}()
+	r := closedLoop(ctx, t.url+"/work?ms=50", 200, t.d)
+	stopSampling()
+	q := <-sampled
+	if q.err != nil {
+		return nil, fmt.Errorf("queue depth: %w", q.err)
+	}
 	if len(r.ok) == 0 {
 		return nil, fmt.Errorf("no request served (%d rejected, %d errors, first: %v)", len(r.rejected), r.other, r.firstErr)
+	}
+	st, err := t.eng.stats(ctx)
+	if err != nil {
+		return nil, err
 	}
 	s := r.elapsed.Seconds()
 	return map[string]float64{
@@ -79,22 +149,8 @@ func overload(ctx context.Context, url string, up *upstream, d time.Duration) (m
 		"rejected/s": float64(len(r.rejected)) / s,
 		"rej p50 ms": ms(percentile(r.rejected, 50)),
 		"rej p99 ms": ms(percentile(r.rejected, 99)),
-		"engine max": float64(up.maxIn.Load()),
+		"engine max": float64(st.MaxInFlight),
+		"queued max": float64(q.max),
 		"errors":     float64(r.other),
-	}, nil
-}
-
-func abandoned(ctx context.Context, url string, up *upstream, _ time.Duration) (map[string]float64, error) {
-	served, rejected := abandon(ctx, url+"/work?ms=1000", 40, 500*time.Millisecond)
-	// Give a proxy time to forward what it still holds: anything queued
-	// would reach the engine once the first 8 end (at 0.5 s when the proxy
-	// aborts them, at 1 s otherwise).
-	if !sleep(ctx, 1500*time.Millisecond) {
-		return nil, ctx.Err()
-	}
-	return map[string]float64{
-		"reached engine": float64(up.received.Load()),
-		"engine max":     float64(up.maxIn.Load()),
-		"answered":       float64(served + rejected),
 	}, nil
 }

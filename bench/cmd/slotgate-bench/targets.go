@@ -17,9 +17,18 @@ import (
 // capped at N slots and a queue of Q.
 type target struct {
 	name string
-	// up starts the target in front of the engine at upstream and returns
-	// its host:port and a function that stops it.
-	up func(ctx context.Context, upstream string, n, q int) (addr string, stop func(), err error)
+	// up starts the target in front of the engine at upstream.
+	up func(ctx context.Context, upstream string, n, q int) (*instance, error)
+}
+
+// instance is one started target.
+type instance struct {
+	addr string // host:port the client talks to
+	pid  int    // the proxy's process, 0 for direct
+	// queued reads how many requests the proxy holds in its queue now; nil
+	// when it has none (direct, nginx).
+	queued func(ctx context.Context) (int, error)
+	stop   func()
 }
 
 // env is what starting a target needs.
@@ -31,65 +40,110 @@ type env struct {
 	nginx       string
 }
 
-func (e *env) targets() []target {
-	ts := []target{{name: "direct", up: func(_ context.Context, upstream string, _, _ int) (string, func(), error) {
-		return upstream, func() {}, nil
-	}}}
+// defaultTargets are the targets a scenario runs on unless it names its
+// own.
+var defaultTargets = []string{"direct", "slotgate", "haproxy", "nginx"}
+
+// targets returns the targets named, in that order, leaving out the peers
+// that are not installed.
+func (e *env) targets(names []string) []target {
+	all := map[string]func(context.Context, string, int, int) (*instance, error){
+		"direct": func(_ context.Context, upstream string, _, _ int) (*instance, error) {
+			return &instance{addr: upstream, stop: func() {}}, nil
+		},
+	}
 	if e.slotgateBin != "" {
-		ts = append(ts, target{"slotgate", e.upSlotgate})
+		all["slotgate"] = e.upSlotgate
 	}
 	if e.haproxy != "" {
-		ts = append(ts, target{"haproxy", e.upHAProxy})
+		all["haproxy"] = e.upHAProxy(true)
+		all["haproxy-maxqueue"] = e.upHAProxy(false)
 	}
 	if e.nginx != "" {
-		ts = append(ts, target{"nginx", e.upNginx})
+		all["nginx"] = e.upNginx
+	}
+	var ts []target
+	for _, n := range names {
+		if up, ok := all[n]; ok {
+			ts = append(ts, target{n, up})
+		}
 	}
 	return ts
 }
 
-func (e *env) upSlotgate(ctx context.Context, upstream string, n, q int) (string, func(), error) {
+func (e *env) upSlotgate(ctx context.Context, upstream string, n, q int) (*instance, error) {
 	port, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	admin, err := freePort()
+	adminPort, err := freePort()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	return e.launch(ctx, "slotgate", addr, e.slotgateBin,
+	admin := "127.0.0.1:" + strconv.Itoa(adminPort)
+	in, err := e.launch(ctx, "slotgate", addr, e.slotgateBin,
 		"--listen", addr,
-		"--admin-listen", "127.0.0.1:"+strconv.Itoa(admin),
+		"--admin-listen", admin,
 		"--admin-grpc-listen", "off",
 		"--engine-url", "http://"+upstream,
 		"--engine-request-limit", strconv.Itoa(n),
 		"--request-queue-limit", strconv.Itoa(q),
 		"--engine-metrics-dialect", "none",
 		"--log-level", "warn",
+		// No endpoints to update on loopback: without these, each stop
+		// would wait out the 5 s drain delay (and be killed after 3 s).
+		"--drain-delay", "0s",
+		"--shutdown-timeout", "1s",
 	)
+	if err != nil {
+		return nil, err
+	}
+	in.queued = slotgateQueue(admin)
+	return in, nil
 }
 
-func (e *env) upHAProxy(ctx context.Context, upstream string, n, q int) (string, func(), error) {
-	p, err := e.params(upstream, n, q)
-	if err != nil {
-		return "", nil, err
+// upHAProxy starts HAProxy as "HAProxy-529" (acl: server maxconn N
+// maxqueue Q plus a queue() ACL answering 529 at once) or, without the
+// ACL, as "haproxy-maxqueue", which the overload scenario runs to show
+// that maxqueue alone does not bound a single server's queue: only
+// `timeout queue` (500 ms here) ends a wait, with a 503.
+func (e *env) upHAProxy(acl bool) func(context.Context, string, int, int) (*instance, error) {
+	return func(ctx context.Context, upstream string, n, q int) (*instance, error) {
+		p, err := e.params(upstream, n, q)
+		if err != nil {
+			return nil, err
+		}
+		name := "haproxy"
+		if !acl {
+			name = "haproxy-maxqueue"
+			p.NoQueueACL, p.QueueTimeout = true, "500ms"
+		}
+		cfg, err := e.render("haproxy.cfg.tmpl", p)
+		if err != nil {
+			return nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(p.Port)
+		// -db: foreground and no master process, so pid is the one
+		// process that holds the queue (its RSS is measured as a tree
+		// all the same).
+		in, err := e.launch(ctx, name, addr, e.haproxy, "-db", "-f", cfg)
+		if err != nil {
+			return nil, err
+		}
+		in.queued = haproxyQueue(filepath.Join(p.Run, "haproxy.sock"))
+		return in, nil
 	}
-	cfg, err := e.render("haproxy.cfg.tmpl", p)
-	if err != nil {
-		return "", nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(p.Port)
-	return e.launch(ctx, "haproxy", addr, e.haproxy, "-db", "-f", cfg)
 }
 
-func (e *env) upNginx(ctx context.Context, upstream string, n, q int) (string, func(), error) {
+func (e *env) upNginx(ctx context.Context, upstream string, n, q int) (*instance, error) {
 	p, err := e.params(upstream, n, q)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	cfg, err := e.render("nginx.conf.tmpl", p)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(p.Port)
 	return e.launch(ctx, "nginx", addr, e.nginx, "-p", p.Run, "-e", filepath.Join(p.Run, "nginx-error.log"), "-c", cfg)
@@ -118,18 +172,18 @@ func (e *env) render(name string, p configs.Params) (string, error) {
 
 // launch starts a proxy and waits until a GET /health through it answers
 // 200, for at most 10 s.
-func (e *env) launch(ctx context.Context, name, addr, path string, args ...string) (string, func(), error) {
+func (e *env) launch(ctx context.Context, name, addr, path string, args ...string) (*instance, error) {
 	logPath := filepath.Join(e.run, name+".log")
-	cmd, done, err := e.procs.start(logPath, path, args...)
+	cmd, done, err := e.procs.start(logPath, nil, path, args...)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	stop := func() { e.procs.stop(cmd) }
 	if err := waitReady(ctx, addr, done); err != nil {
 		stop()
-		return "", nil, fmt.Errorf("%s: %w; its log %s ends:\n%s", name, err, logPath, tail(logPath, 2000))
+		return nil, fmt.Errorf("%s: %w; its log %s ends:\n%s", name, err, logPath, tail(logPath, 2000))
 	}
-	return addr, stop, nil
+	return &instance{addr: addr, pid: cmd.Process.Pid, stop: stop}, nil
 }
 
 func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {

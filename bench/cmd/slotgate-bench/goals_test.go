@@ -1,0 +1,101 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// res builds a scenario result whose rows hold one metric's runs per
+// target.
+func res(name, metric string, n, q int, runs map[string][]float64) ScenarioResult {
+	sc := ScenarioResult{Name: name, N: n, Q: q}
+	for _, target := range []string{"direct", "slotgate", "haproxy"} {
+		if vs, ok := runs[target]; ok {
+			sc.Rows = append(sc.Rows, Row{Target: target, Metrics: map[string]Summary{metric: summarize(vs)}})
+		}
+	}
+	return sc
+}
+
+func TestGoals(t *testing.T) {
+	rs := []ScenarioResult{
+		res("fast-c64", "req/s", 256, 16, map[string][]float64{"slotgate": {900, 1000, 1100}, "haproxy": {2000}}),
+		res("fast-c1", "added p50 ms", 256, 16, map[string][]float64{"slotgate": {0.1}, "haproxy": {0.15}}),
+		res("stream", "added TTFT p50 ms", 256, 16, map[string][]float64{"slotgate": {0.3}}),
+		res("overload", "queued max", 8, 16, map[string][]float64{"slotgate": {16, 17, 12}}),
+		res("memory", "KiB/queued", 8, 1000, map[string][]float64{"slotgate": {7}, "haproxy": {0}}),
+		res("abandon", "reached engine", 8, 32, map[string][]float64{"slotgate": {8, 9, 8}}),
+	}
+	want := map[string]struct {
+		measured float64
+		met      bool
+		missing  string
+	}{
+		"fast path c=64: req/s, slotgate ÷ haproxy":              {0.5, false, ""},
+		"fast path c=1: added p50, slotgate ÷ haproxy":           {0.1 / 0.15, true, ""},
+		"stream: added TTFT p50, slotgate":                       {0.3, false, ""}, // strictly under 0.3
+		"overload: rejected/s, slotgate ÷ haproxy":               {0, false, "no \"rejected/s\""},
+		"overload: queued max, slotgate, worst run (Q=16)":       {17, false, ""},
+		"memory: KiB per queued request, slotgate ÷ haproxy":     {0, false, "no ratio"},
+		"abandon: reached engine, slotgate, run furthest from 8": {9, false, ""},
+		"overload: engine max, slotgate, worst run (N=8)":        {0, false, "no \"engine max\""},
+		"overload: rejection p99, slotgate ÷ haproxy":            {0, false, "no \"rej p99 ms\""},
+	}
+	gs := goals(rs)
+	if len(gs) != len(want) {
+		t.Fatalf("%d goals, want %d", len(gs), len(want))
+	}
+	for _, g := range gs {
+		w, ok := want[g.Goal]
+		if !ok {
+			t.Errorf("unexpected goal %q", g.Goal)
+			continue
+		}
+		if g.Met != w.met || (w.missing == "") != (g.Missing == "") || !strings.Contains(g.Missing, w.missing) {
+			t.Errorf("%s: met %v, missing %q; want met %v, missing containing %q", g.Goal, g.Met, g.Missing, w.met, w.missing)
+		}
+		if d := g.Measured - w.measured; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: measured %v, want %v", g.Goal, g.Measured, w.measured)
+		}
+	}
+}
+
+func TestCheckAndMargin(t *testing.T) {
+	val := func(v float64) func() (float64, error) { return func() (float64, error) { return v, nil } }
+	for _, tc := range []struct {
+		op, unit  string
+		want, got float64
+		met       bool
+		margin    string
+	}{
+		{">=", "x", 1.2, 0.6, false, "missed by 50%"},
+		{">=", "x", 1, 1.5, true, "50% to spare"},
+		{"<=", "x", 1, 1, true, "on the bound"},
+		{"<", "ms", 0.3, 0.3, false, "on the bound"},
+		{"<", "ms", 0.3, 0.1, true, "0.2 ms to spare"},
+		{"<=", "", 16, 17, false, "missed by 1"},
+		{"==", "", 8, 6, false, "missed by 2"},
+		{"==", "", 8, 8, true, "exactly"},
+	} {
+		g := check(goalSpec{goal: "g", op: tc.op, unit: tc.unit, want: tc.want, value: val(tc.got)})
+		if g.Met != tc.met || margin(g) != tc.margin {
+			t.Errorf("%v %s %v: met %v, margin %q; want %v, %q", tc.got, tc.op, tc.want, g.Met, margin(g), tc.met, tc.margin)
+		}
+	}
+}
+
+func TestWriteGoals(t *testing.T) {
+	var b strings.Builder
+	writeGoals(&b, []Goal{
+		{Goal: "a", Op: ">=", Want: 1.2, Unit: "x", Measured: 0.6, Margin: -0.6},
+		{Goal: "b", Op: "<=", Want: 16, Missing: "scenario overload not run"},
+	})
+	for _, want := range []string{
+		"| a | 0.6x | ≥ 1.2x | no | missed by 50% |",
+		"| b | - | ≤ 16 | not checked: scenario overload not run | - |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+}

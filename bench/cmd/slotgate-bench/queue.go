@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Queue depth, read from each proxy the way its operator would: slotgate's
+// dynamo_request_queue gauge on the admin port, HAProxy's `show stat` on
+// its stats socket. nginx OSS has no queue to read.
+
+// slotgateQueue reads dynamo_request_queue from slotgate's admin /metrics.
+func slotgateQueue(admin string) func(context.Context) (int, error) {
+	c := &http.Client{Timeout: time.Second}
+	url := "http://" + admin + "/metrics"
+	return func(ctx context.Context) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, err
+		}
+		v, ok := promGauge(string(b), "dynamo_request_queue")
+		if !ok {
+			return 0, errors.New("no dynamo_request_queue in slotgate's /metrics")
+		}
+		return int(v), nil
+	}
+}
+
+// promGauge returns the value of the unlabelled sample name in the
+// Prometheus text exposition text.
+func promGauge(text, name string) (float64, bool) {
+	for l := range strings.SplitSeq(text, "\n") {
+		rest, ok := strings.CutPrefix(l, name+" ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest) // a timestamp may follow the value
+		if len(f) == 0 {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// haproxyQueue reads the backend "be" queue from HAProxy's stats socket.
+func haproxyQueue(sock string) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "unix", sock)
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(time.Second)) //nolint:errcheck // a late answer fails the read
+		// "be 6 -1": only backend be's BACKEND (2) and server (4) rows.
+		if _, err := io.WriteString(conn, "show stat be 6 -1\n"); err != nil {
+			return 0, err
+		}
+		return haproxyQueued(bufio.NewReader(conn), "be")
+	}
+}
+
+// haproxyQueued sums the qcur column of backend's rows in the CSV of
+// HAProxy's `show stat`: the BACKEND row counts the requests waiting for
+// any server, each server row those waiting for that server, so together
+// they are everything queued in the backend.
+func haproxyQueued(r io.Reader, backend string) (int, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	head, err := cr.Read()
+	if err != nil {
+		return 0, fmt.Errorf("show stat: %w", err)
+	}
+	if len(head) > 0 {
+		head[0] = strings.TrimPrefix(head[0], "# ")
+	}
+	px, sv, qc := slices.Index(head, "pxname"), slices.Index(head, "svname"), slices.Index(head, "qcur")
+	if px < 0 || sv < 0 || qc < 0 {
+		return 0, fmt.Errorf("show stat: no pxname, svname or qcur column in %q", head)
+	}
+	total, rows := 0, 0
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("show stat: %w", err)
+		}
+		if len(rec) <= max(px, sv, qc) || rec[px] != backend || rec[sv] == "FRONTEND" {
+			continue
+		}
+		rows++
+		if rec[qc] == "" {
+			continue
+		}
+		n, err := strconv.Atoi(rec[qc])
+		if err != nil {
+			return 0, fmt.Errorf("show stat: qcur %q: %w", rec[qc], err)
+		}
+		total += n
+	}
+	if rows == 0 {
+		return 0, fmt.Errorf("show stat: no row for backend %q", backend)
+	}
+	return total, nil
+}
+
+// sampleMax calls read every interval until ctx ends and returns the
+// largest value it read. Failed reads are skipped (a proxy under a storm
+// may be slow to answer one); if none succeeded, the first error is
+// returned.
+func sampleMax(ctx context.Context, every time.Duration, read func(context.Context) (int, error)) (int, error) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	best, ok := 0, false
+	var firstErr error
+	for {
+		v, err := read(ctx)
+		switch {
+		case err == nil:
+			best, ok = max(best, v), true
+		case ctx.Err() == nil && firstErr == nil:
+			firstErr = err
+		}
+		select {
+		case <-ctx.Done():
+			if !ok && firstErr != nil {
+				return 0, firstErr
+			}
+			return best, nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestAddRelative(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		runs, direct map[string][]float64
+		names        []string
+		want         map[string][]float64
+	}{
+		{"per round",
+			map[string][]float64{"p50": {3, 5, 4}},
+			map[string][]float64{"p50": {1, 2, 3}},
+			[]string{"p50"},
+			map[string][]float64{"p50": {3, 5, 4}, "added p50": {2, 3, 1}}},
+		{"rounds that do not pair are left out",
+			map[string][]float64{"p50": {3, 5}},
+			map[string][]float64{"p50": {1}},
+			[]string{"p50"},
+			map[string][]float64{"p50": {3, 5}}},
+		{"nothing asked",
+			map[string][]float64{"p50": {3}},
+			map[string][]float64{"p50": {1}},
+			nil,
+			map[string][]float64{"p50": {3}}},
+	} {
+		addRelative(tc.runs, tc.direct, tc.names)
+		if len(tc.runs) != len(tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.runs, tc.want)
+		}
+		for k, v := range tc.want {
+			if !slices.Equal(tc.runs[k], v) {
+				t.Errorf("%s: %s = %v, want %v", tc.name, k, tc.runs[k], v)
+			}
+		}
+	}
+}
+
+func TestPickAndTargets(t *testing.T) {
+	got, err := pick(scenarios(), "overload, memory")
+	if err != nil || len(got) != 2 || got[0].name != "overload" || got[1].name != "memory" {
+		t.Fatalf("pick = %v, %v", got, err)
+	}
+	if _, err := pick(scenarios(), "nope"); err == nil {
+		t.Error("pick of an unknown scenario: want an error")
+	}
+	e := &env{slotgateBin: "/x/slotgate", haproxy: "/x/haproxy"} // no nginx
+	var names []string
+	for _, tg := range e.targets([]string{"direct", "slotgate", "haproxy", "haproxy-maxqueue", "nginx"}) {
+		names = append(names, tg.name)
+	}
+	if want := []string{"direct", "slotgate", "haproxy", "haproxy-maxqueue"}; !slices.Equal(names, want) {
+		t.Errorf("targets = %v, want %v (nginx not installed)", names, want)
+	}
+}
