@@ -41,8 +41,12 @@ func closedLoop(ctx context.Context, url string, conc int, d time.Duration) load
 	tr := newTransport(conc)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	// Clients stop sending at the deadline, but the requests then in
+	// flight end on their own, uncounted: cancelling them would abort
+	// requests the engine is serving and let queued ones in behind them
+	// before the engine has seen the aborts, which it would count as more
+	// than N at once.
+	stop := time.Now().Add(d)
 	var (
 		mu  sync.Mutex
 		res loadResult
@@ -54,12 +58,12 @@ func closedLoop(ctx context.Context, url string, conc int, d time.Duration) load
 			var ok, rej []time.Duration
 			other := 0
 			var firstErr error
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && time.Now().Before(stop) {
 				t0 := time.Now()
 				status, err := post(ctx, client, url)
 				lat := time.Since(t0)
 				switch {
-				case ctx.Err() != nil:
+				case ctx.Err() != nil, time.Now().After(stop):
 				case err != nil:
 					other++
 					firstErr = cmpOr(firstErr, err)
@@ -81,7 +85,7 @@ func closedLoop(ctx context.Context, url string, conc int, d time.Duration) load
 		})
 	}
 	wg.Wait()
-	res.elapsed = time.Since(start)
+	res.elapsed = min(time.Since(start), d) // what was counted ended within d
 	slices.Sort(res.ok)
 	slices.Sort(res.rejected)
 	return res

@@ -30,6 +30,8 @@ type goalSpec struct {
 
 // goals checks issue 6's targets: medians over the runs, except the
 // bounds (engine max, queued max, abandoned), which every run must keep.
+// The two CPU rows are the project's own aim, "as cheap per request as
+// HAProxy", and explain the throughput rows.
 func goals(rs []ScenarioResult) []Goal {
 	r := results(rs)
 	n, q := r.cap("overload", 8, 16)
@@ -43,6 +45,8 @@ func goals(rs []ScenarioResult) []Goal {
 		{fmt.Sprintf("overload: engine max, slotgate, worst run (N=%d)", n), "<=", "", float64(n), r.worst("overload", "engine max")},
 		{fmt.Sprintf("overload: queued max, slotgate, worst run (Q=%d)", q), "<=", "", float64(q), r.worst("overload", "queued max")},
 		{"memory: KiB per queued request, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("memory", "KiB/queued")},
+		{"fast path c=64: proxy CPU per request, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("fast-c64", "proxy CPU µs/req")},
+		{"overload: proxy CPU per answer, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("overload", "proxy CPU µs/req")},
 		{fmt.Sprintf("abandon: reached engine, slotgate, run furthest from %d", an), "==", "", float64(an), r.furthest("abandon", "reached engine", float64(an))},
 	}
 	out := make([]Goal, len(specs))

@@ -31,15 +31,17 @@ func TestGoals(t *testing.T) {
 		met      bool
 		missing  string
 	}{
-		"fast path c=64: req/s, slotgate ÷ haproxy":              {0.5, false, ""},
-		"fast path c=1: added p50, slotgate ÷ haproxy":           {0.1 / 0.15, true, ""},
-		"stream: added TTFT p50, slotgate":                       {0.3, false, ""}, // strictly under 0.3
-		"overload: rejected/s, slotgate ÷ haproxy":               {0, false, "no \"rejected/s\""},
-		"overload: queued max, slotgate, worst run (Q=16)":       {17, false, ""},
-		"memory: KiB per queued request, slotgate ÷ haproxy":     {0, false, "no ratio"},
-		"abandon: reached engine, slotgate, run furthest from 8": {9, false, ""},
-		"overload: engine max, slotgate, worst run (N=8)":        {0, false, "no \"engine max\""},
-		"overload: rejection p99, slotgate ÷ haproxy":            {0, false, "no \"rej p99 ms\""},
+		"fast path c=64: req/s, slotgate ÷ haproxy":                 {0.5, false, ""},
+		"fast path c=1: added p50, slotgate ÷ haproxy":              {0.1 / 0.15, true, ""},
+		"stream: added TTFT p50, slotgate":                          {0.3, false, ""}, // strictly under 0.3
+		"overload: rejected/s, slotgate ÷ haproxy":                  {0, false, "no \"rejected/s\""},
+		"overload: queued max, slotgate, worst run (Q=16)":          {17, false, ""},
+		"memory: KiB per queued request, slotgate ÷ haproxy":        {0, false, "no ratio"},
+		"abandon: reached engine, slotgate, run furthest from 8":    {9, false, ""},
+		"overload: engine max, slotgate, worst run (N=8)":           {0, false, "no \"engine max\""},
+		"overload: rejection p99, slotgate ÷ haproxy":               {0, false, "no \"rej p99 ms\""},
+		"fast path c=64: proxy CPU per request, slotgate ÷ haproxy": {0, false, "no \"proxy CPU µs/req\""},
+		"overload: proxy CPU per answer, slotgate ÷ haproxy":        {0, false, "no \"proxy CPU µs/req\""},
 	}
 	gs := goals(rs)
 	if len(gs) != len(want) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,16 +14,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slotgate/slotgate/load/report"
 )
 
 // Queue depth, read from each proxy the way its operator would: slotgate's
-// dynamo_request_queue gauge on the admin port, HAProxy's `show stat` on
-// its stats socket. nginx OSS has no queue to read.
+// load snapshot on the admin port (the queue dynamo_request_queue shows),
+// HAProxy's `show stat` on its stats socket. nginx OSS has no queue to
+// read.
 
-// slotgateQueue reads dynamo_request_queue from slotgate's admin /metrics.
+// slotgateQueue reads the queue length from slotgate's load snapshot,
+// GET /v1/load on the admin port: a few hundred bytes from memory, where
+// /metrics, 14 KB gathered afresh, 200 times a second, took enough of
+// slotgate's CPU to lower its own figures in the storm.
 func slotgateQueue(admin string) func(context.Context) (int, error) {
 	c := &http.Client{Timeout: time.Second}
-	url := "http://" + admin + "/metrics"
+	url := "http://" + admin + "/v1/load"
 	return func(ctx context.Context) (int, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -33,34 +40,12 @@ func slotgateQueue(admin string) func(context.Context) (int, error) {
 			return 0, err
 		}
 		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return 0, err
+		var snap report.Snapshot
+		if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+			return 0, fmt.Errorf("slotgate's /v1/load: %w", err)
 		}
-		v, ok := promGauge(string(b), "dynamo_request_queue")
-		if !ok {
-			return 0, errors.New("no dynamo_request_queue in slotgate's /metrics")
-		}
-		return int(v), nil
+		return snap.Requests.Queued, nil
 	}
-}
-
-// promGauge returns the value of the unlabelled sample name in the
-// Prometheus text exposition text.
-func promGauge(text, name string) (float64, bool) {
-	for l := range strings.SplitSeq(text, "\n") {
-		rest, ok := strings.CutPrefix(l, name+" ")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest) // a timestamp may follow the value
-		if len(f) == 0 {
-			return 0, false
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		return v, err == nil
-	}
-	return 0, false
 }
 
 // haproxyQueue reads the backend "be" queue from HAProxy's stats socket.

@@ -9,32 +9,6 @@ import (
 	"time"
 )
 
-func TestPromGauge(t *testing.T) {
-	const text = `# HELP dynamo_request_queue Current number of requests queued
-# TYPE dynamo_request_queue gauge
-dynamo_request_queue 12
-dynamo_request_queue_limit 16
-dynamo_engine_request 8 1712345678000
-slotgate_request_queue_class{class="default"} 12
-`
-	for _, tc := range []struct {
-		name string
-		want float64
-		ok   bool
-	}{
-		{"dynamo_request_queue", 12, true},
-		{"dynamo_request_queue_limit", 16, true},
-		{"dynamo_engine_request", 8, true}, // a timestamp follows
-		{"slotgate_request_queue_class", 0, false},
-		{"dynamo_request", 0, false},
-	} {
-		got, ok := promGauge(text, tc.name)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("promGauge(%s) = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 // showStat is HAProxy 2.6's `show stat` header (cut after qmax's
 // neighbours) and rows.
 const showStat = "# pxname,svname,qcur,qmax,scur,smax,slim\n"

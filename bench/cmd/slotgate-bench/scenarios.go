@@ -47,7 +47,7 @@ func scenarios() []scenario {
 			about:   fmt.Sprintf("fast path: tiny JSON, keep-alive, concurrency %d (proxies capped at N=256, Q=16, never reached)", c),
 			n:       256,
 			q:       16,
-			metrics: []string{"req/s", "p50 ms", "p99 ms", "errors"},
+			metrics: []string{"req/s", "p50 ms", "p99 ms", "proxy CPU µs/req", "errors"},
 			ratio:   []string{"req/s", "p50 ms"},
 			conc:    c,
 			warmup:  true,
@@ -75,7 +75,7 @@ func scenarios() []scenario {
 		q:       16,
 		slots:   8,
 		targets: []string{"direct", "slotgate", "haproxy", "haproxy-maxqueue", "nginx"},
-		metrics: []string{"served/s", "rejected/s", "rej p50 ms", "rej p99 ms", "engine max", "queued max", "errors"},
+		metrics: []string{"served/s", "rejected/s", "rej p50 ms", "rej p99 ms", "engine max", "queued max", "proxy CPU µs/req", "errors"},
 		measure: overload,
 	}, scenario{
 		name: "memory",
@@ -100,15 +100,21 @@ func scenarios() []scenario {
 
 func fastPath(conc int) func(context.Context, trial) (map[string]float64, error) {
 	return func(ctx context.Context, t trial) (map[string]float64, error) {
+		cpu := startCPU(t.inst.pid)
 		r := closedLoop(ctx, t.url+"/fast", conc, t.d)
 		if len(r.ok) == 0 {
 			return nil, fmt.Errorf("no request served (%d errors, first: %v)", r.other, r.firstErr)
 		}
+		perReq, err := cpu.perRequest(len(r.ok) + len(r.rejected) + r.other)
+		if err != nil {
+			return nil, fmt.Errorf("proxy CPU: %w", err)
+		}
 		return map[string]float64{
-			"req/s":  float64(len(r.ok)) / r.elapsed.Seconds(),
-			"p50 ms": ms(percentile(r.ok, 50)),
-			"p99 ms": ms(percentile(r.ok, 99)),
-			"errors": float64(r.other + len(r.rejected)),
+			"req/s":            float64(len(r.ok)) / r.elapsed.Seconds(),
+			"p50 ms":           ms(percentile(r.ok, 50)),
+			"p99 ms":           ms(percentile(r.ok, 99)),
+			"proxy CPU µs/req": perReq,
+			"errors":           float64(r.other + len(r.rejected)),
 		}, nil
 	}
 }
@@ -130,11 +136,16 @@ func overload(ctx context.Context, t trial) (map[string]float64, error) {
 		v, err := sampleMax(sctx, 5*time.Millisecond, t.inst.queued)
 		sampled <- sample{v, err}
 	}()
+	cpu := startCPU(t.inst.pid)
 	r := closedLoop(ctx, t.url+"/work?ms=50", 200, t.d)
+	perReq, cpuErr := cpu.perRequest(len(r.ok) + len(r.rejected) + r.other)
 	stopSampling()
 	q := <-sampled
 	if q.err != nil {
 		return nil, fmt.Errorf("queue depth: %w", q.err)
+	}
+	if cpuErr != nil {
+		return nil, fmt.Errorf("proxy CPU: %w", cpuErr)
 	}
 	if len(r.ok) == 0 {
 		return nil, fmt.Errorf("no request served (%d rejected, %d errors, first: %v)", len(r.rejected), r.other, r.firstErr)
@@ -145,12 +156,13 @@ func overload(ctx context.Context, t trial) (map[string]float64, error) {
 	}
 	s := r.elapsed.Seconds()
 	return map[string]float64{
-		"served/s":   float64(len(r.ok)) / s,
-		"rejected/s": float64(len(r.rejected)) / s,
-		"rej p50 ms": ms(percentile(r.rejected, 50)),
-		"rej p99 ms": ms(percentile(r.rejected, 99)),
-		"engine max": float64(st.MaxInFlight),
-		"queued max": float64(q.max),
-		"errors":     float64(r.other),
+		"served/s":         float64(len(r.ok)) / s,
+		"rejected/s":       float64(len(r.rejected)) / s,
+		"rej p50 ms":       ms(percentile(r.rejected, 50)),
+		"rej p99 ms":       ms(percentile(r.rejected, 99)),
+		"engine max":       float64(st.MaxInFlight),
+		"queued max":       float64(q.max),
+		"proxy CPU µs/req": perReq,
+		"errors":           float64(r.other),
 	}, nil
 }
