@@ -47,7 +47,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if release == nil {
 		return
 	}
-	defer release()
+	defer p.releaseSlot(rec, r, release)
 	if err := rec.bodyErr.Load(); err != nil {
 		p.engineError(rec, r, *err)
 		return
@@ -57,6 +57,25 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer rec.flight.End() // deferred after release, so it runs before it
 	}
 	p.forward(rec, r)
+}
+
+// abortGrace is how long the slot of a request whose client left while
+// the engine was serving it stays taken before it is handed on. The
+// engine needs a moment to see the abort (vLLM frees the request at its
+// next step), so handing the slot on at once would let it run N+1
+// requests; and clients that die together (a client process killed with
+// many requests) close their sockets over a few hundred microseconds,
+// which the queued ones' grants must not outrun (see clientLeft).
+const abortGrace = 5 * time.Millisecond
+
+// releaseSlot releases a request's slot: at once, or after abortGrace
+// when its client left while it ran.
+func (p *Proxy) releaseSlot(rec *recorder, r *http.Request, release func()) {
+	if rec.clientGone(r) {
+		time.AfterFunc(abortGrace, func() { release(); p.changed() })
+		return
+	}
+	release()
 }
 
 func (p *Proxy) refuse(rec *recorder, a *answer, outcome Outcome) {

@@ -1396,3 +1396,35 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 	}
 	h.waitOutcome(proxy.AdmittedDirect)
 }
+
+// TestAbortedSlotHandedOnAfterGrace: when a client leaves a running
+// request, its slot goes to the next waiter only after abortGrace (5 ms),
+// the time the engine takes to see the abort; a slot freed by a request
+// that ends normally goes on at once (other tests).
+func TestAbortedSlotHandedOnAfterGrace(t *testing.T) {
+	const grace = 5 * time.Millisecond
+	g := newGate()
+	forwardedAt := make(chan time.Time, 1)
+	mux := http.NewServeMux()
+	mux.Handle("/hold", g)
+	mux.HandleFunc("/next", func(http.ResponseWriter, *http.Request) { forwardedAt <- time.Now() })
+	h := newHarness(t, harnessConfig{engine: mux, limits: limiter.Options{Slots: 1, QueueLen: 2}})
+	t.Cleanup(g.release)
+
+	conn, _ := h.rawConn()
+	if _, err := io.WriteString(conn, "GET /hold HTTP/1.1\r\nHost: slotgate\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, "the holder at the engine", g.entered)
+	next := h.goDo(newRequest(t, http.MethodGet, h.url("/next"), nil))
+	h.waitStats("the next request to queue", func(s limiter.Stats) bool { return s.Waiting == 1 })
+	left := time.Now()
+	_ = conn.Close()
+	at := receive(t, "the queued request at the engine", forwardedAt)
+	if d := at.Sub(left); d < grace {
+		t.Errorf("the queued request reached the engine %v after the holder's client left, want at least %v", d, grace)
+	}
+	if r := receive(t, "the queued request's answer", next); r.err != nil || r.status != http.StatusOK {
+		t.Errorf("queued request: %d, %v", r.status, r.err)
+	}
+}
