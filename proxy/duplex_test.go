@@ -118,7 +118,9 @@ func TestStreamSurvivesBodyReadAfterHeaders(t *testing.T) {
 			})
 			h := newHarness(t, harnessConfig{engine: engine, limits: limiter.Options{Slots: 1},
 				options: func(o *proxy.Options) {
-					o.Transport = holdingTransport{rt: o.Transport, body: func(rc io.ReadCloser) io.ReadCloser {
+					rt := proxy.NewTransport(4) // net/http's transport, whose body reads this is about
+					t.Cleanup(rt.CloseIdleConnections)
+					o.Transport = holdingTransport{rt: rt, body: func(rc io.ReadCloser) io.ReadCloser {
 						return &heldBody{ReadCloser: rc, holdAfter: tc.holdAfter, release: release, heldErr: heldErr}
 					}}
 				}})

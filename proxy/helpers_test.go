@@ -242,15 +242,12 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		}
 		h.lim = lim
 	}
-	transport := proxy.NewTransport(64)
-	t.Cleanup(transport.CloseIdleConnections)
 	core, logs := observer.New(zapcore.InfoLevel)
 	h.access = logs
 	opts := proxy.Options{
 		Engine:    engineURL,
 		Limiter:   h.lim,
-		Transport: transport,
-		Observer:  h.obs,
+		Observer:  h.obs, // the default engine transport, as slotgate runs
 		AccessLog: zap.New(core),
 	}
 	if cfg.options != nil {

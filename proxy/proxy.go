@@ -37,8 +37,9 @@ type Options struct {
 	MaxRequestBodyBytes int64
 	// PassthroughPaths are forwarded without a slot: the engine's probes.
 	PassthroughPaths []string
-	// Transport reaches the engine; nil means NewTransport sized for the
-	// limiter.
+	// Transport reaches the engine; nil means slotgate's own: plain HTTP/1.1
+	// requests with small bodies on the handler's goroutine, the rest
+	// through NewTransport sized for the limiter.
 	Transport http.RoundTripper
 	// Flights counts the prompt and generated tokens of the admitted
 	// requests as they pass; nil counts nothing.
@@ -115,13 +116,14 @@ func New(opts Options) (*Proxy, error) {
 	for _, path := range opts.PassthroughPaths {
 		p.passthrough[path] = true
 	}
-	transport := opts.Transport
-	if transport == nil {
-		transport = NewTransport(poolSize(p.lim.Stats()))
+	var transport http.RoundTripper = inMemoryBody{next: opts.Transport}
+	if opts.Transport == nil {
+		pool := poolSize(p.lim.Stats())
+		transport = newDirectTransport(inMemoryBody{next: NewTransport(pool)}, pool)
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
-		Transport:      inMemoryBody{next: transport},
+		Transport:      transport,
 		BufferPool:     newBufferPool(),
 		ErrorHandler:   p.engineError,
 		ModifyResponse: p.modifyResponse,
