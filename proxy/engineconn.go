@@ -112,6 +112,7 @@ func (t *directTransport) exchange(req *http.Request, ec *engineConn) (*http.Res
 type engineConn struct {
 	addr string
 	c    net.Conn
+	idle time.Time // when it went back to the pool
 	read countingReader // under br: what the engine sent for this request
 	br   *bufio.Reader
 	bw   *bufio.Writer
@@ -187,7 +188,11 @@ func (b *engineBody) Close() error {
 // dials a new one.
 func (t *directTransport) get(ctx context.Context, addr string) (ec *engineConn, reused bool, err error) {
 	for ec = t.takeIdle(addr); ec != nil; ec = t.takeIdle(addr) {
-		if !peerClosed(ec.c) {
+		// Engines close idle connections after seconds (uvicorn, under
+		// vLLM and SGLang, after 5 s), so a connection idle for less
+		// than peekAfter is taken as open without a system call; one the
+		// engine closed anyway is caught by the stale-connection retry.
+		if time.Since(ec.idle) < peekAfter || !peerClosed(ec.c) {
 			return ec, true, nil
 		}
 		_ = ec.c.Close() // the engine's keep-alive timeout passed
@@ -222,8 +227,13 @@ func (t *directTransport) put(ec *engineConn) {
 		_ = ec.c.Close()
 		return
 	}
+	ec.idle = time.Now()
 	t.idle[ec.addr] = append(t.idle[ec.addr], ec)
 }
+
+// peekAfter is how long a connection may sit idle before it is checked
+// for a close by the engine when taken from the pool.
+const peekAfter = time.Second
 
 // CloseIdleConnections closes the idle connections of both paths.
 func (t *directTransport) CloseIdleConnections() {

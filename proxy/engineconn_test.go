@@ -120,8 +120,8 @@ func TestDirectTransportReusesConnections(t *testing.T) {
 }
 
 // TestDirectTransportEngineClosesAfterEachAnswer: an engine that closes
-// every connection after answering, without saying so, is seen closed
-// before the next request and nothing fails.
+// every connection after answering, without saying so, fails nothing: the
+// request that finds the connection closed is sent again on a new one.
 func TestDirectTransportEngineClosesAfterEachAnswer(t *testing.T) {
 	eng := newRawEngine(t, func(w *bufio.Writer, _ int, _ *http.Request) bool {
 		ok200(w, "{}")
