@@ -19,6 +19,9 @@ var (
 	// ErrQueueTimeout means the request waited in the queue until its
 	// deadline (Options.QueueTimeout or Request.Deadline) without a slot.
 	ErrQueueTimeout = errors.New("limiter: queue wait timed out")
+	// ErrWouldWait means TryAcquire found no slot free for the request but
+	// room for it in the queue: it must be asked for with AcquireRequest.
+	ErrWouldWait = errors.New("limiter: the request would wait in the queue")
 )
 
 // Options configure a Limiter.
@@ -139,6 +142,43 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func
 		return nil, err
 	}
 	l.mu.Lock()
+	if release, err := l.tryLocked(req); !errors.Is(err, ErrWouldWait) {
+		return release, err
+	}
+	c := &l.classes[req.Class]
+	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost)}
+	l.queue.push(w)
+	l.waiting++
+	c.waiting++
+	l.mu.Unlock()
+	deadline := l.deadline(req) // the wait is measured from entering the queue
+	if req.OnQueued != nil {
+		l.onQueued(w, req.OnQueued)
+	}
+	return l.wait(ctx, w, deadline)
+}
+
+// TryAcquire is AcquireRequest without waiting: it takes a slot at once
+// when one is free and nobody waits, refuses the request with ErrQueueFull
+// when the queue (or its class) is full, and otherwise returns
+// ErrWouldWait, changing nothing. A caller that must prepare before
+// waiting (a cancellable context, a body read) tries first, and prepares
+// only when it would wait.
+func (l *Limiter) TryAcquire(req Request) (release func(), err error) {
+	if uint(req.Class) >= uint(len(l.classes)) && !l.unlimited {
+		return nil, l.badClass(req.Class)
+	}
+	l.mu.Lock()
+	release, err = l.tryLocked(req)
+	if errors.Is(err, ErrWouldWait) {
+		l.mu.Unlock()
+	}
+	return release, err
+}
+
+// tryLocked admits req at once or refuses it, unlocking l.mu; or, when
+// req would wait, returns ErrWouldWait with l.mu still held.
+func (l *Limiter) tryLocked(req Request) (func(), error) {
 	if l.holding < l.slots && l.waiting == 0 {
 		l.holding++
 		l.mu.Unlock()
@@ -151,16 +191,7 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func
 		c.rejectedFull.Add(1)
 		return nil, ErrQueueFull
 	}
-	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost)}
-	l.queue.push(w)
-	l.waiting++
-	c.waiting++
-	l.mu.Unlock()
-	deadline := l.deadline(req) // the wait is measured from entering the queue
-	if req.OnQueued != nil {
-		l.onQueued(w, req.OnQueued)
-	}
-	return l.wait(ctx, w, deadline)
+	return nil, ErrWouldWait
 }
 
 // onQueued calls f for a waiter that has just entered the queue. Should f

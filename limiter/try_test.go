@@ -1,0 +1,70 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/slotgate/slotgate/limiter"
+)
+
+// TestTryAcquire: a free slot is taken at once; with every slot held a
+// request that would queue gets ErrWouldWait and changes nothing, not even
+// a counter; a full queue or class refuses it with ErrQueueFull, counted as
+// AcquireRequest counts it; a bad class is refused.
+func TestTryAcquire(t *testing.T) {
+	l := newLimiter(t, limiter.Options{Slots: 1, QueueLen: 2,
+		Classes: []limiter.Class{{Name: "a", Quantum: 1, Limit: 1}, {Name: "b", Quantum: 1}}})
+	release, err := l.TryAcquire(limiter.Request{})
+	if err != nil || release == nil {
+		t.Fatalf("free slot: TryAcquire = %v", err)
+	}
+	before := l.Stats()
+	if _, err := l.TryAcquire(limiter.Request{}); !errors.Is(err, limiter.ErrWouldWait) {
+		t.Fatalf("slot held, queue empty: TryAcquire = %v, want ErrWouldWait", err)
+	}
+	if after := l.Stats(); after.Holding != before.Holding || after.Waiting != before.Waiting ||
+		after.AdmittedDirect != before.AdmittedDirect || after.RejectedFull != before.RejectedFull {
+		t.Errorf("ErrWouldWait changed the limiter: %+v, then %+v", before, after)
+	}
+
+	// One waiter of class a fills that class; one of b fills the queue.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	queued := make(chan struct{}, 2)
+	done := make(chan error, 2)
+	for class := range 2 {
+		go func() {
+			r, err := l.AcquireRequest(ctx, limiter.Request{Class: class, OnQueued: func() { queued <- struct{}{} }})
+			if r != nil {
+				r()
+			}
+			done <- err
+		}()
+		<-queued
+	}
+	for _, tc := range []struct {
+		name  string
+		class int
+		want  error
+	}{
+		{"class at its limit", 0, limiter.ErrQueueFull},
+		{"queue full", 1, limiter.ErrQueueFull},
+		{"bad class", 7, limiter.ErrBadClass},
+	} {
+		if _, err := l.TryAcquire(limiter.Request{Class: tc.class}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: TryAcquire = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if got := l.Stats().RejectedFull; got != before.RejectedFull+2 {
+		t.Errorf("RejectedFull = %d, want %d", got, before.RejectedFull+2)
+	}
+	cancel()
+	release()
+	for range 2 {
+		<-done
+	}
+	if err := l.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+}
