@@ -91,6 +91,19 @@ func (p *Proxy) refuse(rec *recorder, a *answer, outcome Outcome) {
 // queue) is read meanwhile, so that a client that leaves is seen at once:
 // net/http notices a closed connection only once the body has been read.
 func (p *Proxy) admit(rec *recorder, r *http.Request) (func(), *http.Request) {
+	if p.admission == nil && r.Context().Err() == nil {
+		// Most requests are admitted or refused at once: they need
+		// neither the wait's context nor the body read below.
+		release, err := p.lim.TryAcquire(limiter.Request{})
+		switch {
+		case err == nil:
+			rec.admitted, rec.outcome = true, AdmittedDirect
+			return release, p.directBody(rec, r)
+		case !errors.Is(err, limiter.ErrWouldWait):
+			p.refuseAdmission(rec, err, nil, false)
+			return nil, r
+		}
+	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	lb := &lazyBody{body: r.Body, max: p.maxBody, cancel: cancel}
