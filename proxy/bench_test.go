@@ -36,9 +36,7 @@ func benchEngine(b *testing.B) *url.URL {
 // benchProxy serves a Proxy in front of engine through lim.
 func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter, extra ...func(*proxy.Options)) *url.URL {
 	b.Helper()
-	transport := proxy.NewTransport(1024)
-	b.Cleanup(transport.CloseIdleConnections)
-	opts := proxy.Options{Engine: engine, Limiter: lim, Transport: transport}
+	opts := proxy.Options{Engine: engine, Limiter: lim} // the default engine transport, as slotgate runs
 	for _, f := range extra {
 		f(&opts)
 	}
