@@ -94,6 +94,10 @@ var rules = []rule{
 	// scraper and no Prometheus.
 	{pkg: "load/report", stdlibOnly: true},
 	{pkg: "load/watch", stdlibOnly: true, allow: []string{module + "/load/report"}},
+	// The benchmark drives slotgate from outside, as a user would: it reads
+	// the load snapshot's wire form and nothing else of slotgate's.
+	{pkg: "bench/cmd/slotgate-bench", stdlibOnly: true, allow: []string{module + "/load/report", module + "/bench/configs"}},
+	{pkg: "bench/configs", stdlibOnly: true},
 	// merge computes the snapshot from the load packages; it knows nothing
 	// of HTTP proxying, metrics or configuration.
 	{pkg: "load/merge", stdlibOnly: true, allow: append([]string{
