@@ -112,7 +112,7 @@ func (t *directTransport) exchange(req *http.Request, ec *engineConn) (*http.Res
 type engineConn struct {
 	addr string
 	c    net.Conn
-	idle time.Time // when it went back to the pool
+	idle time.Time      // when it went back to the pool
 	read countingReader // under br: what the engine sent for this request
 	br   *bufio.Reader
 	bw   *bufio.Writer
