@@ -174,9 +174,19 @@ func (b *engineBody) Close() error {
 		return nil
 	}
 	b.end = true
-	err := b.ReadCloser.Close()
+	if !b.eof || !b.keep {
+		// Closed before its end (a client that left, a failed write):
+		// the connection goes first, so that the body's Close, which
+		// would otherwise read the rest of a stream to its end, returns
+		// at once, and the engine sees the request abandoned.
+		b.stop()
+		_ = b.ec.c.Close()
+		_ = b.ReadCloser.Close()
+		return nil
+	}
+	err := b.ReadCloser.Close() // at its end: nothing left to read
 	// stop fails when the context has ended and the deadline was cut.
-	if b.stop() && b.eof && b.keep && err == nil {
+	if b.stop() && err == nil {
 		b.t.put(b.ec)
 		return nil
 	}
