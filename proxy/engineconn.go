@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -37,8 +36,7 @@ func newDirectTransport(next http.RoundTripper, pool int) *directTransport {
 }
 
 func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec, _ := req.Context().Value(recorderKey{}).(*recorder)
-	body, ok := directBodyOf(req, rec)
+	body, ok := directBody(req)
 	if !ok {
 		return t.next.RoundTrip(req)
 	}
@@ -65,19 +63,16 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// directBodyOf tells whether req takes the direct path, and gives a
-// fresh reader of its body for each attempt.
-func directBodyOf(req *http.Request, rec *recorder) (func() io.ReadCloser, bool) {
+// directBody tells whether req takes the direct path, and gives a fresh
+// reader of its body for each attempt.
+func directBody(req *http.Request) (func() io.ReadCloser, bool) {
 	if req.URL.Scheme != "http" || req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
 		return nil, false
 	}
 	if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 {
 		return func() io.ReadCloser { return http.NoBody }, true
 	}
-	if rec == nil || rec.body == nil || int64(len(rec.body)) != req.ContentLength {
-		return nil, false
-	}
-	return func() io.ReadCloser { return io.NopCloser(bytes.NewReader(rec.body)) }, true
+	return heldBody(req)
 }
 
 // staleConn reports whether err on a reused connection means the engine

@@ -37,7 +37,7 @@ func (p *Proxy) trackFlight(rec *recorder, r *http.Request) *http.Request {
 	}
 	out := new(http.Request)
 	*out = *r
-	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), flight: rec.flight, rec: rec}
+	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), rec: rec}
 	if r.GetBody != nil {
 		// A retry on a stale keep-alive connection resends the body: it
 		// is estimated again, so the prompt is known whichever send wins.
@@ -46,7 +46,7 @@ func (p *Proxy) trackFlight(rec *recorder, r *http.Request) *http.Request {
 			if err != nil {
 				return nil, err
 			}
-			return &promptBody{PromptReader: estimate.NewPromptReader(b, p.maxBody), flight: rec.flight, rec: rec}, nil
+			return &promptBody{PromptReader: estimate.NewPromptReader(b, p.maxBody), rec: rec}, nil
 		}
 	}
 	return out
@@ -57,9 +57,14 @@ func (p *Proxy) setPrompt(rec *recorder, body []byte) {
 	c := estimate.NewPromptCounter(p.maxBody)
 	_, _ = c.Write(body) // never fails
 	_ = c.Close()
-	tokens := c.Estimate().PromptTokens
-	rec.flight.SetPrompt(tokens)
-	rec.promptTokens.Store(int64(tokens))
+	rec.setPrompt(c.Estimate().PromptTokens)
+}
+
+// setPrompt gives the prompt estimate to the flight, and keeps it for the
+// context size.
+func (r *recorder) setPrompt(tokens int) {
+	r.flight.SetPrompt(tokens)
+	r.promptTokens.Store(int64(tokens))
 }
 
 // rank reads RankHeader; Unpinned when absent or not a rank.
@@ -80,9 +85,8 @@ func rank(h http.Header) int {
 // run on different goroutines (net/http's transport does so).
 type promptBody struct {
 	*estimate.PromptReader
-	flight *inflight.Flight
-	rec    *recorder
-	done   atomic.Bool
+	rec  *recorder
+	done atomic.Bool
 }
 
 func (b *promptBody) Read(p []byte) (int, error) {
@@ -102,8 +106,7 @@ func (b *promptBody) Close() error {
 func (b *promptBody) report() {
 	est, ended := b.Estimate()
 	if ended && b.done.CompareAndSwap(false, true) {
-		b.flight.SetPrompt(est.PromptTokens)
-		b.rec.promptTokens.Store(int64(est.PromptTokens))
+		b.rec.setPrompt(est.PromptTokens)
 	}
 }
 

@@ -43,13 +43,23 @@ func NewTransport(pool int) *http.Transport {
 type inMemoryBody struct{ next http.RoundTripper }
 
 func (t inMemoryBody) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec, ok := req.Context().Value(recorderKey{}).(*recorder)
-	if !ok || rec.body == nil || req.Body == nil || int64(len(rec.body)) != req.ContentLength {
+	fresh, ok := heldBody(req)
+	if !ok {
 		return t.next.RoundTrip(req)
 	}
 	out := *req // RoundTrip must not change the request it was given
-	out.Body = io.NopCloser(bytes.NewReader(rec.body))
-	body := rec.body
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.Body = fresh()
+	out.GetBody = func() (io.ReadCloser, error) { return fresh(), nil }
 	return t.next.RoundTrip(&out)
+}
+
+// heldBody returns, for an engine request whose body slotgate holds in
+// memory (recorder.body), a function that gives a new reader of it.
+func heldBody(req *http.Request) (fresh func() io.ReadCloser, ok bool) {
+	rec, ok := req.Context().Value(recorderKey{}).(*recorder)
+	if !ok || rec.body == nil || req.Body == nil || int64(len(rec.body)) != req.ContentLength {
+		return nil, false
+	}
+	body := rec.body
+	return func() io.ReadCloser { return io.NopCloser(bytes.NewReader(body)) }, true
 }
