@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,26 +24,28 @@ import (
 // streamed body) goes to next, unchanged.
 type directTransport struct {
 	next   http.RoundTripper
+	addr   string // the engine's URL host; requests elsewhere go to next
+	dial   string // addr with its port, 80 when the URL has none
 	dialer net.Dialer
-	max    int // idle connections kept per engine address
+	max    int // idle connections kept
 
 	mu   sync.Mutex
-	idle map[string][]*engineConn
+	idle []*engineConn
 }
 
-func newDirectTransport(next http.RoundTripper, pool int) *directTransport {
-	return &directTransport{next: next, max: pool, idle: map[string][]*engineConn{},
+func newDirectTransport(next http.RoundTripper, addr string, pool int) *directTransport {
+	return &directTransport{next: next, addr: addr, dial: withPort(addr, "80"), max: pool,
 		dialer: net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}}
 }
 
 func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, ok := directBody(req)
-	if !ok {
+	if !ok || req.URL.Host != t.addr {
 		return t.next.RoundTrip(req)
 	}
 	out := *req // RoundTrip must not change the request it was given
 	for attempt := 0; ; attempt++ {
-		ec, reused, err := t.get(req.Context(), req.URL.Host)
+		ec, reused, err := t.get(req.Context())
 		if err != nil {
 			return nil, err
 		}
@@ -103,9 +106,16 @@ func (t *directTransport) exchange(req *http.Request, ec *engineConn) (*http.Res
 	return resp, nil
 }
 
+// withPort returns host:port as given, or host with the default port.
+func withPort(host, port string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}
+
 // engineConn is one keep-alive connection to the engine.
 type engineConn struct {
-	addr string
 	c    net.Conn
 	idle time.Time      // when it went back to the pool
 	read countingReader // under br: what the engine sent for this request
@@ -189,10 +199,10 @@ func (b *engineBody) Close() error {
 	return err
 }
 
-// get takes an idle connection to addr whose engine has not closed it, or
-// dials a new one.
-func (t *directTransport) get(ctx context.Context, addr string) (ec *engineConn, reused bool, err error) {
-	for ec = t.takeIdle(addr); ec != nil; ec = t.takeIdle(addr) {
+// get takes an idle connection the engine has not closed, or dials a new
+// one.
+func (t *directTransport) get(ctx context.Context) (ec *engineConn, reused bool, err error) {
+	for ec = t.takeIdle(); ec != nil; ec = t.takeIdle() {
 		// Engines close idle connections after seconds (uvicorn, under
 		// vLLM and SGLang, after 5 s), so a connection idle for less
 		// than peekAfter is taken as open without a system call; one the
@@ -202,38 +212,38 @@ func (t *directTransport) get(ctx context.Context, addr string) (ec *engineConn,
 		}
 		_ = ec.c.Close() // the engine's keep-alive timeout passed
 	}
-	c, err := t.dialer.DialContext(ctx, "tcp", addr)
+	c, err := t.dialer.DialContext(ctx, "tcp", t.dial)
 	if err != nil {
 		return nil, false, err
 	}
-	ec = &engineConn{addr: addr, c: c, bw: bufio.NewWriterSize(c, 4<<10)}
+	ec = &engineConn{c: c, bw: bufio.NewWriterSize(c, 4<<10)}
 	ec.read.r = c
 	ec.br = bufio.NewReaderSize(&ec.read, 4<<10)
 	return ec, false, nil
 }
 
-func (t *directTransport) takeIdle(addr string) *engineConn {
+func (t *directTransport) takeIdle() *engineConn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	l := t.idle[addr]
-	if len(l) == 0 {
+	n := len(t.idle)
+	if n == 0 {
 		return nil
 	}
-	ec := l[len(l)-1]
-	l[len(l)-1] = nil
-	t.idle[addr] = l[:len(l)-1]
+	ec := t.idle[n-1]
+	t.idle[n-1] = nil
+	t.idle = t.idle[:n-1]
 	return ec
 }
 
 func (t *directTransport) put(ec *engineConn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.idle[ec.addr]) >= t.max {
+	if len(t.idle) >= t.max {
 		_ = ec.c.Close()
 		return
 	}
 	ec.idle = time.Now()
-	t.idle[ec.addr] = append(t.idle[ec.addr], ec)
+	t.idle = append(t.idle, ec)
 }
 
 // peekAfter is how long a connection may sit idle before it is checked
@@ -244,12 +254,10 @@ const peekAfter = time.Second
 func (t *directTransport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
-	t.idle = map[string][]*engineConn{}
+	t.idle = nil
 	t.mu.Unlock()
-	for _, l := range idle {
-		for _, ec := range l {
-			_ = ec.c.Close()
-		}
+	for _, ec := range idle {
+		_ = ec.c.Close()
 	}
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()

@@ -39,7 +39,7 @@ func TestEngineBodyClosedEarlyDoesNotDrain(t *testing.T) {
 			}
 		}
 	}()
-	tr := newDirectTransport(http.DefaultTransport, 4)
+	tr := newDirectTransport(http.DefaultTransport, ln.Addr().String(), 4)
 	u := &url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/v1/completions"}
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -64,7 +64,22 @@ func TestEngineBodyClosedEarlyDoesNotDrain(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the engine never saw the connection closed")
 	}
-	if n := len(tr.idle[ln.Addr().String()]); n != 0 {
+	if n := len(tr.idle); n != 0 {
 		t.Errorf("%d connections back in the pool, want none", n)
+	}
+}
+
+// TestWithPort: an engine URL without a port is dialled on port 80, as
+// net/http's transport does.
+func TestWithPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:8000": "127.0.0.1:8000",
+		"engine":         "engine:80",
+		"[::1]:8000":     "[::1]:8000",
+		"[::1]":          "[::1]:80",
+	} {
+		if got := withPort(in, "80"); got != want {
+			t.Errorf("withPort(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

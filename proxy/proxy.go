@@ -119,7 +119,7 @@ func New(opts Options) (*Proxy, error) {
 	var transport http.RoundTripper = inMemoryBody{next: opts.Transport}
 	if opts.Transport == nil {
 		pool := poolSize(p.lim.Stats())
-		transport = newDirectTransport(inMemoryBody{next: NewTransport(pool)}, pool)
+		transport = newDirectTransport(inMemoryBody{next: NewTransport(pool)}, p.engine.Host, pool)
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
