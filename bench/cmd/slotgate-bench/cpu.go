@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -20,26 +19,8 @@ const userHZ = 100
 // treeCPU returns the user plus system CPU time used so far by pid and
 // all its descendants.
 func treeCPU(pid int) (time.Duration, error) {
-	kids, err := childrenOf()
-	if err != nil {
-		return 0, err
-	}
-	var ticks int64
-	for _, p := range descendants(pid, kids) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			if p == pid {
-				return 0, err
-			}
-			continue // a worker that has just exited
-		}
-		t, err := statTicks(string(b))
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", p, err)
-		}
-		ticks += t
-	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
+	ticks, err := sumTree(pid, "stat", statTicks)
+	return time.Duration(ticks) * time.Second / userHZ, err
 }
 
 // statTicks reads utime plus stime, in ticks, from /proc/PID/stat: the

@@ -14,24 +14,34 @@ import (
 
 // treeRSS returns the VmRSS, in KiB, of pid and all its descendants.
 func treeRSS(pid int) (int, error) {
+	kib, err := sumTree(pid, "status", func(s string) (int64, error) {
+		v, err := vmRSS(s)
+		return int64(v), err
+	})
+	return int(kib), err
+}
+
+// sumTree adds up what parse reads from /proc/P/file for pid and each of
+// its descendants P. A descendant that exits meanwhile counts nothing.
+func sumTree(pid int, file string, parse func(string) (int64, error)) (int64, error) {
 	kids, err := childrenOf()
 	if err != nil {
 		return 0, err
 	}
-	total := 0
+	var total int64
 	for _, p := range descendants(pid, kids) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", p, file))
 		if err != nil {
 			if p == pid {
 				return 0, err
 			}
 			continue // a worker that has just exited
 		}
-		kib, err := vmRSS(string(b))
+		v, err := parse(string(b))
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/status: %w", p, err)
+			return 0, fmt.Errorf("/proc/%d/%s: %w", p, file, err)
 		}
-		total += kib
+		total += v
 	}
 	return total, nil
 }
