@@ -41,54 +41,62 @@ func closedLoop(ctx context.Context, url string, conc int, d time.Duration) load
 	tr := newTransport(conc)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	// Clients stop sending at the deadline, but the requests then in
-	// flight end on their own, uncounted: cancelling them would abort
-	// requests the engine is serving and let queued ones in behind them
-	// before the engine has seen the aborts, which it would count as more
-	// than N at once.
-	stop := time.Now().Add(d)
-	var (
-		mu  sync.Mutex
-		res loadResult
-		wg  sync.WaitGroup
-	)
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			var ok, rej []time.Duration
-			other := 0
-			var firstErr error
-			for ctx.Err() == nil && time.Now().Before(stop) {
-				t0 := time.Now()
-				status, err := post(ctx, client, url)
-				lat := time.Since(t0)
-				switch {
-				case ctx.Err() != nil, time.Now().After(stop):
-				case err != nil:
-					other++
-					firstErr = cmpOr(firstErr, err)
-				case status == http.StatusOK:
-					ok = append(ok, lat)
-				case isRejection(status):
-					rej = append(rej, lat)
-				default:
-					other++
-					firstErr = cmpOr(firstErr, errors.New("status "+http.StatusText(status)))
-				}
+	var res loadResult
+	res.elapsed = runClosedLoop(ctx, conc, d, func() func() {
+		t0 := time.Now()
+		status, err := post(ctx, client, url)
+		lat := time.Since(t0)
+		return func() {
+			switch {
+			case err != nil:
+				res.other++
+				res.firstErr = cmpOr(res.firstErr, err)
+			case status == http.StatusOK:
+				res.ok = append(res.ok, lat)
+			case isRejection(status):
+				res.rejected = append(res.rejected, lat)
+			default:
+				res.other++
+				res.firstErr = cmpOr(res.firstErr, errors.New("status "+http.StatusText(status)))
 			}
-			mu.Lock()
-			res.ok = append(res.ok, ok...)
-			res.rejected = append(res.rejected, rej...)
-			res.other += other
-			res.firstErr = cmpOr(res.firstErr, firstErr)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	res.elapsed = min(time.Since(start), d) // what was counted ended within d
+		}
+	})
 	slices.Sort(res.ok)
 	slices.Sort(res.rejected)
 	return res
+}
+
+// runClosedLoop runs conc workers that each call one back to back until d
+// has passed, and returns the time measured. one makes a request and
+// returns what records its result; runClosedLoop calls that, one at a
+// time, only for a request that ended within d and while ctx lives.
+//
+// Workers stop sending at the deadline, but the requests then in flight
+// end on their own, uncounted: cancelling them would abort requests the
+// engine is serving and let queued ones in behind them before the engine
+// has seen the aborts, which it would count as more than N at once.
+func runClosedLoop(ctx context.Context, conc int, d time.Duration, one func() (record func())) time.Duration {
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	start := time.Now()
+	stop := start.Add(d)
+	for range conc {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(stop) {
+				record := one()
+				if ctx.Err() != nil || time.Now().After(stop) {
+					continue
+				}
+				mu.Lock()
+				record()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return min(time.Since(start), d) // what was counted ended within d
 }
 
 // isRejection says whether status is an overload answer: the 529 of

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -27,41 +26,20 @@ func streamLoop(ctx context.Context, url string, conc int, d time.Duration) stre
 	tr := newTransport(conc)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var (
-		mu  sync.Mutex
-		res streamResult
-		wg  sync.WaitGroup
-	)
-	start := time.Now()
-	for range conc {
-		wg.Go(func() {
-			var w streamResult
-			for ctx.Err() == nil {
-				ttft, gaps, err := readStream(ctx, client, url)
-				switch {
-				case ctx.Err() != nil: // cut by the end of the run
-				case err != nil:
-					w.other++
-					w.firstErr = cmpOr(w.firstErr, err)
-				default:
-					w.streams++
-					w.ttft = append(w.ttft, ttft)
-					w.itl = append(w.itl, gaps...)
-				}
+	var res streamResult
+	res.elapsed = runClosedLoop(ctx, conc, d, func() func() {
+		ttft, gaps, err := readStream(ctx, client, url)
+		return func() {
+			if err != nil {
+				res.other++
+				res.firstErr = cmpOr(res.firstErr, err)
+				return
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			res.streams += w.streams
-			res.ttft = append(res.ttft, w.ttft...)
-			res.itl = append(res.itl, w.itl...)
-			res.other += w.other
-			res.firstErr = cmpOr(res.firstErr, w.firstErr)
-		})
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
+			res.streams++
+			res.ttft = append(res.ttft, ttft)
+			res.itl = append(res.itl, gaps...)
+		}
+	})
 	slices.Sort(res.ttft)
 	slices.Sort(res.itl)
 	return res
