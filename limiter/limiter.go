@@ -142,8 +142,13 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func
 		return nil, err
 	}
 	l.mu.Lock()
-	if release, err := l.tryLocked(req); !errors.Is(err, ErrWouldWait) {
-		return release, err
+	switch l.admitLocked(req) {
+	case granted:
+		l.mu.Unlock()
+		return l.grantedDirect(), nil
+	case refused:
+		l.mu.Unlock()
+		return nil, l.refusedFull(req)
 	}
 	c := &l.classes[req.Class]
 	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost)}
@@ -169,29 +174,51 @@ func (l *Limiter) TryAcquire(req Request) (release func(), err error) {
 		return nil, l.badClass(req.Class)
 	}
 	l.mu.Lock()
-	release, err = l.tryLocked(req)
-	if errors.Is(err, ErrWouldWait) {
-		l.mu.Unlock()
+	v := l.admitLocked(req)
+	l.mu.Unlock()
+	switch v {
+	case granted:
+		return l.grantedDirect(), nil
+	case refused:
+		return nil, l.refusedFull(req)
 	}
-	return release, err
+	return nil, ErrWouldWait
 }
 
-// tryLocked admits req at once or refuses it, unlocking l.mu; or, when
-// req would wait, returns ErrWouldWait with l.mu still held.
-func (l *Limiter) tryLocked(req Request) (func(), error) {
+// verdict is what admitLocked decided for a request that has just arrived.
+type verdict uint8
+
+const (
+	granted verdict = iota // it holds a slot now
+	refused                // the queue, or its class's share of it, is full
+	waits                  // it would wait: room in the queue, no free slot
+)
+
+// admitLocked decides for a request that has just arrived, with l.mu held,
+// and takes the slot when it is granted one. It neither locks nor unlocks:
+// its callers do both, so the lock's extent reads off each caller.
+func (l *Limiter) admitLocked(req Request) verdict {
 	if l.holding < l.slots && l.waiting == 0 {
 		l.holding++
-		l.mu.Unlock()
-		l.admittedDirect.Add(1)
-		return l.newRelease(), nil
+		return granted
 	}
 	c := &l.classes[req.Class]
 	if l.waiting >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit) {
-		l.mu.Unlock()
-		c.rejectedFull.Add(1)
-		return nil, ErrQueueFull
+		return refused
 	}
-	return nil, ErrWouldWait
+	return waits
+}
+
+// grantedDirect counts a slot taken at arrival and returns its release.
+func (l *Limiter) grantedDirect() func() {
+	l.admittedDirect.Add(1)
+	return l.newRelease()
+}
+
+// refusedFull counts a request refused at arrival.
+func (l *Limiter) refusedFull(req Request) error {
+	l.classes[req.Class].rejectedFull.Add(1)
+	return ErrQueueFull
 }
 
 // onQueued calls f for a waiter that has just entered the queue. Should f
