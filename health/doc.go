@@ -8,5 +8,7 @@
 //     the loop and returns when its context ends.
 //   - Ready is true only when the latest poll answered 200 and it is no
 //     older than three intervals: a hung engine turns unready on its own.
+//   - Only a 200 from the URL itself means ready: a redirect is never
+//     followed, whichever client polls.
 //   - A change between ready and unready is logged once, not every poll.
 package health

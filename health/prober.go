@@ -20,7 +20,9 @@ type Options struct {
 	Interval time.Duration
 	// Timeout of one poll; 0 means the interval.
 	Timeout time.Duration
-	// Client makes the polls; nil means a client of its own.
+	// Client makes the polls (slotgate passes engine.Client.HTTPClient);
+	// nil means a client of its own. The prober polls through a copy that
+	// never follows a redirect, whatever Client's CheckRedirect.
 	Client *http.Client
 	// Logger gets state changes; nil logs nothing.
 	Logger *zap.Logger
@@ -49,27 +51,37 @@ func New(opts Options) (*Prober, error) {
 	if opts.URL == "" {
 		return nil, errors.New("health: a URL is required")
 	}
-	p := &Prober{url: opts.URL, interval: opts.Interval, timeout: opts.Timeout, client: opts.Client, log: opts.Logger}
+	p := &Prober{url: opts.URL, interval: opts.Interval, timeout: opts.Timeout, log: opts.Logger}
 	if p.interval <= 0 {
 		p.interval = time.Second
 	}
 	if p.timeout <= 0 {
 		p.timeout = p.interval
 	}
-	if p.client == nil {
-		p.client = &http.Client{
-			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1},
-			// A redirect is not a health answer: only a 200 from the path
-			// itself means ready.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
-		p.ownClient = true
-	}
+	p.client, p.ownClient = pollClient(opts.Client)
 	if p.log == nil {
 		p.log = zap.NewNop()
 	}
 	return p, nil
 }
+
+// pollClient returns the client that polls: a copy of given that follows
+// no redirect, or, when given is nil, a client of the prober's own.
+func pollClient(given *http.Client) (c *http.Client, own bool) {
+	if given == nil {
+		return &http.Client{
+			Transport:     &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 1},
+			CheckRedirect: noRedirect,
+		}, true
+	}
+	copied := *given // the caller's client stays as it was
+	copied.CheckRedirect = noRedirect
+	return &copied, false
+}
+
+// noRedirect returns a redirect as the answer: a redirect is not a health
+// answer, only a 200 from the path itself means ready.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Run polls until ctx ends, the first time at once. It always returns nil
 // once ctx ends: a failing engine is a state, not an error.

@@ -1,0 +1,48 @@
+package engine
+
+import "io"
+
+// answerBody gives the connection back to the pool once the answer has
+// been read to its end, and closes it otherwise. The caller reads and
+// closes it on one goroutine (ReverseProxy: the handler's).
+type answerBody struct {
+	io.ReadCloser
+	pool     *pool
+	ec       *conn
+	stop     func() bool // ends the context's watch; false once it cut the deadline
+	keep     bool        // the engine keeps the connection open
+	eof, end bool
+}
+
+func (b *answerBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *answerBody) Close() error {
+	if b.end {
+		return nil
+	}
+	b.end = true
+	if !b.eof || !b.keep {
+		// Closed before its end (a client that left, a failed write):
+		// the connection goes first, so that the body's Close, which
+		// would otherwise read the rest of a stream to its end, returns
+		// at once, and the engine sees the request abandoned.
+		b.stop()
+		_ = b.ec.c.Close()
+		_ = b.ReadCloser.Close()
+		return nil
+	}
+	err := b.ReadCloser.Close() // at its end: nothing left to read
+	// stop fails when the context has ended and the deadline was cut.
+	if b.stop() && err == nil {
+		b.pool.put(b.ec)
+		return nil
+	}
+	_ = b.ec.c.Close()
+	return err
+}

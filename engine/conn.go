@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// conn is one keep-alive connection of the hand-written path.
+type conn struct {
+	c    net.Conn
+	idle time.Time   // when it went back to the pool
+	read headCounter // under br: what the engine sent for this request
+	br   *bufio.Reader
+}
+
+func newConn(c net.Conn) *conn {
+	ec := &conn{c: c}
+	ec.read.r = c
+	ec.br = bufio.NewReaderSize(&ec.read, 4<<10)
+	return ec
+}
+
+// send writes req and reads the head of its final answer, failing once
+// the heads read, interim ones included, pass maxHead bytes.
+func (ec *conn) send(req *http.Request, maxHead int64) (*http.Response, error) {
+	// Count from the write on: a write that fails has read nothing of an
+	// answer, which makes the request safe to send again (staleConn).
+	ec.read.start(maxHead)
+	defer ec.read.unlimit()
+	if err := ec.write(req); err != nil {
+		return nil, fmt.Errorf("write engine request: %w", err)
+	}
+	for {
+		resp, err := http.ReadResponse(ec.br, req)
+		if err != nil {
+			return nil, fmt.Errorf("read engine answer: %w", err)
+		}
+		if resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue // an interim answer (100, 103): the final one follows
+		}
+		return resp, nil
+	}
+}
+
+// write sends req in one write: headers and body together, so that the
+// engine reads them at once.
+func (ec *conn) write(req *http.Request) error {
+	buf := writeBufs.Get().(*bytes.Buffer)
+	defer putWriteBuf(buf)
+	if err := req.Write(buf); err != nil {
+		return err
+	}
+	_, err := ec.c.Write(buf.Bytes())
+	return err
+}
+
+// writeBufs holds the buffers requests are serialised in. A pool rather
+// than a buffer per connection: a thousand idle connections then hold no
+// write buffer at all.
+var writeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuf bounds the buffers kept for reuse, so that one large
+// request does not pin its memory.
+const maxPooledBuf = 256 << 10
+
+func putWriteBuf(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledBuf {
+		return
+	}
+	buf.Reset()
+	writeBufs.Put(buf)
+}
+
+// headCounter counts the bytes of an answer read through it and, while
+// its head is read, stops at a limit.
+type headCounter struct {
+	r     io.Reader
+	n     int64 // bytes of this exchange's answer read
+	limit int64 // while > 0: n may not pass it
+}
+
+// start begins an exchange: n counts from 0, up to limit.
+func (h *headCounter) start(limit int64) { h.n, h.limit = 0, limit }
+
+// unlimit lifts the limit once the head was read: a body has none.
+func (h *headCounter) unlimit() { h.limit = 0 }
+
+func (h *headCounter) Read(p []byte) (int, error) {
+	if h.limit > 0 {
+		left := h.limit - h.n
+		if left <= 0 {
+			return 0, fmt.Errorf("engine response head larger than %d bytes", h.limit)
+		}
+		if int64(len(p)) > left {
+			p = p[:left]
+		}
+	}
+	n, err := h.r.Read(p)
+	h.n += int64(n)
+	return n, err
+}

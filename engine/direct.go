@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// direct is the hand-written path: it sends the common engine request on
+// the caller's own goroutine, writing the request in one write and reading
+// the answer from a keep-alive connection of its pool. net/http's
+// Transport hands every request to two goroutines of the connection, one
+// writing and one reading, and back: four goroutine switches and their
+// channel operations per request, about a sixth of the proxy's CPU on the
+// fast path (BENCHMARKS.md).
+type direct struct {
+	host    string // the engine's URL host; requests elsewhere are not taken
+	addr    string // host with its port, 80 when the URL has none
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	maxHead int64 // bytes of answer head read before giving up
+	pool    pool
+}
+
+func newDirect(opts Options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *direct {
+	return &direct{
+		host:    opts.URL.Host,
+		addr:    withPort(opts.URL.Host, "80"),
+		dial:    dial,
+		maxHead: opts.MaxResponseHeaderBytes,
+		pool:    pool{max: opts.Pool},
+	}
+}
+
+// takes reports whether req goes the hand-written way: plain HTTP to the
+// engine, nothing to negotiate, and a body in memory or none.
+func (d *direct) takes(req *http.Request, body []byte) bool {
+	if req.URL.Scheme != "http" || req.URL.Host != d.host ||
+		req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
+		return false
+	}
+	return body != nil || req.Body == nil || req.Body == http.NoBody
+}
+
+func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
+	out := *req // the caller's request is not changed
+	for attempt := 0; ; attempt++ {
+		ec, reused, err := d.get(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		out.Body = bodyReader(body)
+		resp, err := d.exchange(&out, ec)
+		if err == nil {
+			return resp, nil
+		}
+		_ = ec.c.Close()
+		if err := req.Context().Err(); err != nil {
+			return nil, err
+		}
+		if !reused || attempt > 0 || !staleConn(err, ec) {
+			return nil, err
+		}
+		// The engine closed the idle connection as the request went out,
+		// before answering anything: send it once more on a new one.
+	}
+}
+
+// staleConn reports whether err on a reused connection means the engine
+// had closed it while idle: the write failed, or the read ended before a
+// single byte of answer.
+func staleConn(err error, ec *conn) bool {
+	if ec.read.n > 0 {
+		return false
+	}
+	// http.ReadResponse reports an end before the status line as
+	// io.ErrUnexpectedEOF.
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// exchange writes req on ec and reads the head of its final answer. Until
+// the answer's body is closed, the end of req's context cuts the
+// connection's reads and writes short.
+func (d *direct) exchange(req *http.Request, ec *conn) (*http.Response, error) {
+	stop := context.AfterFunc(req.Context(), func() { _ = ec.c.SetDeadline(time.Unix(1, 0)) })
+	resp, err := ec.send(req, d.maxHead)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	resp.Body = &answerBody{ReadCloser: resp.Body, pool: &d.pool, ec: ec, stop: stop, keep: !resp.Close}
+	return resp, nil
+}
+
+// get takes an idle connection the engine has not closed, or dials a new
+// one.
+func (d *direct) get(ctx context.Context) (ec *conn, reused bool, err error) {
+	for ec = d.pool.take(); ec != nil; ec = d.pool.take() {
+		// Engines close idle connections after seconds (uvicorn, under
+		// vLLM and SGLang, after 5 s), so a connection idle for less
+		// than peekAfter is taken as open without a system call; one the
+		// engine closed anyway is caught by the stale-connection retry.
+		if time.Since(ec.idle) < peekAfter || !PeerClosed(ec.c) {
+			return ec, true, nil
+		}
+		_ = ec.c.Close() // the engine's keep-alive timeout passed
+	}
+	c, err := d.dial(ctx, "tcp", d.addr)
+	if err != nil {
+		return nil, false, err
+	}
+	return newConn(c), false, nil
+}
+
+// peekAfter is how long a connection may sit idle before it is checked
+// for a close by the engine when taken from the pool.
+const peekAfter = time.Second
+
+// withPort returns host:port as given, or host with the default port.
+func withPort(host, port string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}

@@ -1,0 +1,31 @@
+// Package engine is slotgate's client of its one inference engine: it
+// sends requests to the engine and reads their answers, over keep-alive
+// connections of its own.
+//
+// The common request (plain HTTP/1.1, a body held in memory or none, no
+// upgrade, no Expect) takes a hand-written path on the caller's goroutine:
+// headers and body go out in one write, and the answer is read from a
+// connection of the client's pool. Everything else goes through net/http's
+// Transport, configured the same way.
+//
+// Invariants:
+//
+//   - One request at a time per connection: a connection leaves the pool
+//     for one exchange and goes back only after its answer was read to its
+//     end, on a connection the engine keeps alive. An answer closed before
+//     its end, or cut by its request's context, closes the connection
+//     first: the engine sees the request abandoned, and nothing drains a
+//     stream.
+//   - A request is sent again at most once, and only when a connection
+//     taken from the pool failed before a single byte of answer (the engine
+//     closed it while it was idle). A request the engine began to answer is
+//     never resent.
+//   - The end of a request's context cuts its connection's reads and writes
+//     short until the answer is closed.
+//   - No environment proxy, on either path: the engine is beside slotgate.
+//   - An answer's head (interim answers included) larger than
+//     MaxResponseHeaderBytes fails the request, and its connection is
+//     closed, never pooled.
+//   - Close closes the idle connections of both paths.
+//   - Only the standard library is imported.
+package engine
