@@ -40,9 +40,10 @@ var (
 
 	envLib = "github.com/caarlos0/env/v11"
 
-	// loadAllow is what load may depend on: expfmt and client_model, and
-	// what expfmt itself imports (protobuf for client_model's types,
-	// goautoneg for content negotiation, go-abnf for UTF-8 names).
+	// loadAllow is what load/scrape may depend on besides load: expfmt
+	// and client_model, and what expfmt itself imports (protobuf for
+	// client_model's types, goautoneg for content negotiation, go-abnf for
+	// UTF-8 names).
 	loadAllow = []string{
 		"github.com/prometheus/common/expfmt", "github.com/prometheus/common/model",
 		"github.com/prometheus/client_model", "google.golang.org/protobuf",
@@ -68,9 +69,13 @@ var rules = []rule{
 	{pkg: "internal/flagenv", stdlibOnly: true, allow: []string{envLib}},
 	// zap brings multierr with it; nothing else may come in.
 	{pkg: "internal/logging", stdlibOnly: true, allow: []string{"go.uber.org/zap", "go.uber.org/multierr"}},
-	// load knows the engine's load: it parses and scrapes, nothing more
+	// load is the vocabulary every load package shares (a count and its
+	// source, a rank's load): the standard library only, so that the
+	// standard-library-only load packages may import it.
+	{pkg: "load", stdlibOnly: true},
+	// scrape knows the engine's load: it parses and scrapes, nothing more
 	// (style.md §3).
-	{pkg: "load", stdlibOnly: true, allow: loadAllow},
+	{pkg: "load/scrape", stdlibOnly: true, allow: append([]string{module + "/load"}, loadAllow...)},
 	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, pkgCommand, "github.com/prometheus"}},
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
@@ -87,9 +92,12 @@ var rules = []rule{
 	{pkg: "admission/builtin", stdlibOnly: true, allow: []string{module + "/admission"}},
 	// The policy file loader: YAML and the plugin API, nothing of slotgate's.
 	{pkg: "admission/policy", stdlibOnly: true, allow: []string{module + "/admission", "go.yaml.in/yaml/v3"}},
-	// slotgate's own count of its flights and the busy rule: plain logic.
-	{pkg: "load/inflight", stdlibOnly: true, allow: []string{module + "/load/estimate"}},
-	{pkg: "load/busy", stdlibOnly: true},
+	// slotgate's own count of its flights and the busy rule: plain logic
+	// over load's vocabulary, free of the scraper and its parser. (Allowing
+	// load allows the packages under it too, hence the forbid.)
+	{pkg: "load/inflight", stdlibOnly: true, allow: []string{module + "/load", module + "/load/estimate"},
+		forbid: []string{module + "/load/scrape"}},
+	{pkg: "load/busy", stdlibOnly: true, allow: []string{module + "/load"}, forbid: []string{module + "/load/scrape"}},
 	// report is the wire form that frontends import: nothing but the
 	// standard library, so a router embedding load/watch pulls in no
 	// scraper and no Prometheus.
@@ -103,6 +111,7 @@ var rules = []rule{
 	// of HTTP proxying, metrics or configuration.
 	{pkg: "load/merge", stdlibOnly: true, allow: append([]string{
 		module + "/load", module + "/load/busy", module + "/load/inflight", module + "/load/report",
+		module + "/load/scrape",
 	}, loadAllow...)},
 	// The simulated engine stands for a real one: it knows nothing of slotgate.
 	{pkg: "sim", forbid: []string{pkgProxy, pkgLimiter, pkgConfig, pkgMetrics, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
@@ -217,14 +226,23 @@ func TestRuleCheck(t *testing.T) {
 		{"internal/logging", "go.uber.org/multierr", true},
 		{"internal/logging", envLib, false},
 		{"internal/logging", pkgFlagenv, false},
-		{"load", "github.com/prometheus/common/expfmt", true},
-		{"load", "github.com/prometheus/client_model/go", true},
-		{"load", "google.golang.org/protobuf/proto", true},
-		{"load", "github.com/prometheus/client_golang/prometheus", false},
-		{"load", "github.com/prometheus/common/config", false},
-		{"load", "go.uber.org/zap", false},
-		{"load", pkgProxy, false},
-		{"load", pkgLimiter, false},
+		{"load", "github.com/prometheus/common/expfmt", false},
+		{"load", module + "/load/scrape", false},
+		{"load", "log/slog", true},
+		{"load/scrape", module + "/load", true},
+		{"load/scrape", "github.com/prometheus/common/expfmt", true},
+		{"load/scrape", "github.com/prometheus/client_model/go", true},
+		{"load/scrape", "google.golang.org/protobuf/proto", true},
+		{"load/scrape", "github.com/prometheus/client_golang/prometheus", false},
+		{"load/scrape", "github.com/prometheus/common/config", false},
+		{"load/scrape", "go.uber.org/zap", false},
+		{"load/scrape", pkgProxy, false},
+		{"load/scrape", pkgLimiter, false},
+		{"load/inflight", module + "/load", true},
+		{"load/inflight", module + "/load/scrape", false},
+		{"load/busy", module + "/load", true},
+		{"load/busy", module + "/load/scrape", false},
+		{"load/busy", "github.com/prometheus/common/expfmt", false},
 		{"proxy", pkgLimiter, true},
 		{"proxy", "go.uber.org/zap", true},
 		{"proxy", pkgConfig, false},

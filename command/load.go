@@ -14,19 +14,20 @@ import (
 	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/internal/logging"
 	"github.com/slotgate/slotgate/limiter"
-	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/load/loadgrpc"
 	"github.com/slotgate/slotgate/load/merge"
 	"github.com/slotgate/slotgate/load/report"
+	"github.com/slotgate/slotgate/load/scrape"
 )
 
 // loadParts know and publish the worker's load: the engine scraper,
 // slotgate's own count of its flights, the busy thresholds, and the hub
-// that merges them into snapshots.
+// that merges them into snapshots. The three sources tell the hub of a
+// change the same way: each is given notify as its onChange callback.
 type loadParts struct {
-	scraper    *load.Scraper
+	scraper    *scrape.Scraper
 	flights    *inflight.Tracker
 	thresholds *busy.Store
 	hub        *report.Hub
@@ -42,15 +43,15 @@ type loadParts struct {
 
 func newLoadParts(cfg config.Config, lim *limiter.Limiter, log *zap.Logger) (*loadParts, error) {
 	lp := &loadParts{orcaOn: cfg.ORCAHeader}
-	scraper, err := load.NewScraper(load.Options{
+	scraper, err := scrape.New(scrape.Options{
 		EngineURL: cfg.EngineURL,
-		Dialect:   load.Dialect(cfg.EngineMetricsDialect),
+		Dialect:   scrape.Dialect(cfg.EngineMetricsDialect),
 		Interval:  cfg.EngineMetricsInterval,
-		Overrides: load.Overrides{
+		Overrides: scrape.Overrides{
 			KVTotalBlocks: cfg.KVTotalBlocks, BlockSize: cfg.BlockSize,
 			MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, DataParallelSize: cfg.DataParallelSize,
 		},
-		OnUpdate: lp.notify,
+		OnChange: lp.notify,
 		Logger:   logging.Slog(log.Named("load")),
 	})
 	if err != nil {
@@ -59,7 +60,7 @@ func newLoadParts(cfg config.Config, lim *limiter.Limiter, log *zap.Logger) (*lo
 	thresholds, err := busy.NewStore(busy.Thresholds{
 		ActiveDecodeBlocks: cfg.DecodeThreshold, ActivePrefillTokens: cfg.PrefillThreshold,
 		ActivePrefillTokensFrac: cfg.PrefillThresholdFrac,
-	})
+	}, lp.notify)
 	if err != nil {
 		return nil, err
 	}
@@ -76,9 +77,11 @@ func newLoadParts(cfg config.Config, lim *limiter.Limiter, log *zap.Logger) (*lo
 	return lp, nil
 }
 
-// notify tells the hub that something may have changed. The hub does not
-// exist yet while the parts are built; nothing is lost, since it computes
-// its first snapshot when created.
+// notify is the sources' onChange: it tells the hub that something may
+// have changed, and never blocks. The hub does not exist yet while the
+// parts are built; nothing is lost, since it computes its first snapshot
+// when created, and nothing calls notify from another goroutine before
+// run and the proxy start, after newLoadParts returned.
 func (lp *loadParts) notify() {
 	if lp.hub != nil {
 		lp.hub.Notify()
@@ -112,27 +115,14 @@ func requestsOf(lim *limiter.Limiter) func() report.Requests {
 	}
 }
 
-// run scrapes, publishes and follows threshold changes until ctx ends.
-// It returns when all three loops have.
+// run scrapes and publishes until ctx ends. It returns when both loops
+// have. Threshold changes need no loop of their own: the store calls
+// notify from the handler that made them.
 func (lp *loadParts) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = lp.scraper.Run(ctx) })
 	wg.Go(func() { _ = lp.hub.Run(ctx) })
-	wg.Go(func() { lp.followThresholds(ctx) })
 	wg.Wait()
-}
-
-// followThresholds makes the hub re-evaluate after every threshold change.
-func (lp *loadParts) followThresholds(ctx context.Context) {
-	for {
-		changed := lp.thresholds.Changed()
-		select {
-		case <-ctx.Done():
-			return
-		case <-changed:
-			lp.hub.Notify()
-		}
-	}
 }
 
 // routes are the load endpoints of the admin port.

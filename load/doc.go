@@ -1,43 +1,22 @@
-// Package load knows an inference engine's load by scraping it: per
-// data-parallel (DP) rank, the KV cache blocks in use and in total, the
-// running and waiting requests, the prefill tokens pending, the block size
-// and the token budget per step.
+// Package load is the vocabulary slotgate's load packages share: a count
+// that may be unknown and says where it came from (Value, Source), and
+// the load of one data-parallel rank (Rank).
 //
-// Three dialects are parsed, each by a pure function of the response body:
-// vLLM's Prometheus text (ParseVLLM), SGLang's /v1/loads JSON (ParseSGLang)
-// and TensorRT-LLM's JSON iteration stats (ParseTRTLLM). A Scraper polls
-// the engine with one of them, or detects which one answers (DialectAuto),
-// fills what the engine does not export from static Overrides, and keeps
-// the latest EngineLoad for any number of readers.
+// The packages that produce and judge load all speak it: load/scrape
+// reads the engine's figures into Ranks, load/inflight counts slotgate's
+// own flights into Ranks, load/merge combines the two, and load/busy
+// applies the busy rule to the merged Ranks. Only the wire form for
+// frontends, load/report, has a shape of its own, and load/merge is the
+// one place that converts to it.
 //
-// TensorRT-LLM's /metrics drains on read: slotgate must be its only
-// reader, or the iterations another reader takes are lost to slotgate.
+// Invariants:
 //
-// Invariants, each checked by the tests:
+//   - A value is never guessed: the zero Value is unknown, which is never
+//     the same as 0, and every known Value says whether it came from the
+//     engine, a static override, or slotgate's own count.
+//   - The package holds types only: no state, no goroutine, no I/O.
 //
-//   - A value is never guessed: an unknown Value is distinct from 0, and
-//     every known Value says whether it came from the engine or a static
-//     override. An override never replaces a value the engine reports.
-//   - Metric names are matched exactly, never by prefix
-//     (vllm:num_requests_waiting is not vllm:num_requests_waiting_by_reason).
-//   - vLLM's num_gpu_blocks, summed over the DP engines an API server
-//     manages, is divided back per rank.
-//   - A parser that returns no error returns ranks sorted by DPRank, unique,
-//     with every known value non-negative and used ≤ total blocks where
-//     both are known; on any input it never panics (fuzzed).
-//   - An empty TensorRT-LLM answer keeps the previous values of every
-//     rank; a rank missing from one answer keeps its own.
-//   - After StaleAfter (3) consecutive failed scrapes the snapshot is Stale,
-//     with the values and At of the last success; the first success makes
-//     it fresh again. Each change is logged once, not per scrape.
-//   - Readers get snapshots: Load returns a copy of an immutable
-//     EngineLoad held in an atomic.Pointer, replaced whole after each
-//     scrape, stamped with the time of the last success.
-//
-// Concurrency: Run is the only goroutine that scrapes; it starts nothing
-// that outlives it, and every scrape ends with Run's context. NewScraper
-// starts nothing. Load is safe from any goroutine.
-//
-// The package imports the standard library, prometheus/common/expfmt and
-// prometheus/client_model only (see the module's deps_test.go).
+// The package imports nothing, not even the standard library, so that
+// every load package may import it, the standard-library-only ones
+// included (see the module's deps_test.go).
 package load

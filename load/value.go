@@ -13,21 +13,25 @@ const (
 	// SourceStatic: a static override from slotgate's configuration, used
 	// because the engine does not export the value.
 	SourceStatic
+	// SourceSlotgate: slotgate's own count of the requests it forwards.
+	SourceSlotgate
 )
 
-// String returns "engine", "static", or "unknown".
+// String returns "engine", "static", "slotgate", or "unknown".
 func (s Source) String() string {
 	switch s {
 	case SourceEngine:
 		return "engine"
 	case SourceStatic:
 		return "static"
+	case SourceSlotgate:
+		return "slotgate"
 	}
 	return "unknown"
 }
 
-// Value is an optional non-negative integer that records its source, so
-// that an unknown value is never mistaken for 0.
+// Value is an optional count that records its source, so that an unknown
+// value is never mistaken for 0. The zero Value is unknown.
 type Value struct {
 	// N is the value; meaningful only when Source is not SourceUnknown.
 	N int64
@@ -40,17 +44,3 @@ func (v Value) Known() bool { return v.Source != SourceUnknown }
 
 // Get returns the value and whether it is known.
 func (v Value) Get() (int64, bool) { return v.N, v.Known() }
-
-// fromEngine is a value scraped from the engine.
-func fromEngine(n int64) Value { return Value{N: n, Source: SourceEngine} }
-
-// fromStatic is a value from a static override.
-func fromStatic(n int64) Value { return Value{N: n, Source: SourceStatic} }
-
-// engineIfPresent is fromEngine(*p), or unknown when p is nil.
-func engineIfPresent(p *int64) Value {
-	if p == nil {
-		return Value{}
-	}
-	return fromEngine(*p)
-}

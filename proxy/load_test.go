@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -88,7 +89,7 @@ func trackedHarness(t *testing.T, eng http.Handler, limits limiter.Options, extr
 	return h, tr
 }
 
-func view(tr *inflight.Tracker) inflight.RankLoad { return tr.View([]int{0}, 16)[0] }
+func view(tr *inflight.Tracker) load.Rank { return tr.View([]int{0}, 16)[0] }
 
 // TestFlightFollowsTheRequest: the prompt counts as prefill once the body
 // has passed, until the first token; the tokens fill decode blocks; the
@@ -99,13 +100,13 @@ func TestFlightFollowsTheRequest(t *testing.T) {
 	done := h.goDo(newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(prompt)))
 
 	receive(t, "engine read the body", eng.bodyRead)
-	waitFor(t, "prompt estimated", func() bool { return view(tr).PrefillTokens == 100 })
-	if v := view(tr); v.Flights != 1 || v.DecodeBlocks != 7 { // 100 tokens in blocks of 16
+	waitFor(t, "prompt estimated", func() bool { return view(tr).ActivePrefillTokens.N == 100 })
+	if v := view(tr); v.Flights.N != 1 || v.ActiveDecodeBlocks.N != 7 { // 100 tokens in blocks of 16
 		t.Errorf("before the first token: %+v, want 1 flight, 7 blocks", v)
 	}
 	close(eng.first)
 	receive(t, "first token sent", eng.firstSent)
-	waitFor(t, "prefill over", func() bool { return view(tr).PrefillTokens == 0 })
+	waitFor(t, "prefill over", func() bool { return view(tr).ActivePrefillTokens.N == 0 })
 	close(eng.rest)
 	res := <-done
 	if res.err != nil || res.status != http.StatusOK || eng.bodyLength.Load() != int64(len(prompt)) {
@@ -130,7 +131,7 @@ func TestQueuedRequestIsTracked(t *testing.T) {
 	// is counted before its first token.
 	waitFor(t, "the queued request's prompt", func() bool {
 		v := view(tr)
-		return v.Flights == 1 && v.PrefillTokens == 100
+		return v.Flights.N == 1 && v.ActivePrefillTokens.N == 100
 	})
 	close(eng.first)
 	for _, ch := range []<-chan result{first, second} {
@@ -155,7 +156,7 @@ func TestRankHeaderPinsTheFlight(t *testing.T) {
 	receive(t, "engine read the body", eng.bodyRead)
 	waitFor(t, "prompt on rank 1", func() bool {
 		v := tr.View([]int{0, 1}, 16)
-		return v[0].Flights == 0 && v[1].PrefillTokens == 100
+		return v[0].Flights.N == 0 && v[1].ActivePrefillTokens.N == 100
 	})
 	close(eng.first)
 	close(eng.rest)
@@ -194,7 +195,7 @@ func TestUncountableAnswersEndPrefill(t *testing.T) {
 			receive(t, "engine answered", headersSent)
 			waitFor(t, "prefill over with the request in flight", func() bool {
 				v := view(tr)
-				return v.Flights == 1 && v.PrefillTokens == 0 && v.DecodeBlocks == 7
+				return v.Flights.N == 1 && v.ActivePrefillTokens.N == 0 && v.ActiveDecodeBlocks.N == 7
 			})
 			release()
 			<-done
@@ -231,7 +232,7 @@ func TestProtocolSwitchWithTracking(t *testing.T) {
 	if line, err := rd.ReadString('\n'); err != nil || line != "echo hello\n" {
 		t.Errorf("through the upgraded connection: %q, %v", line, err)
 	}
-	if v := view(tr); v.Flights != 1 || v.PrefillTokens != 0 {
+	if v := view(tr); v.Flights.N != 1 || v.ActivePrefillTokens.N != 0 {
 		t.Errorf("upgraded request: %+v, want one flight, nothing to prefill", v)
 	}
 }

@@ -4,6 +4,8 @@
 //
 // # The rule
 //
+// Evaluate judges load.Ranks, the shape every load package shares, as
+// load/merge combines them from the engine's figures and slotgate's own.
 // Thresholds has three optional checks. A data-parallel rank is busy when
 // any set check is true; the worker is busy when it has at least one rank
 // and every rank is busy:
@@ -40,14 +42,16 @@
 //     previous evaluation. A threshold change clears all of it, and a rank
 //     missing from an evaluation loses its own.
 //   - A Store holds only thresholds that pass Validate. Update is all or
-//     nothing, readers get copies, and Changed is closed after each change
-//     that alters a value, and only then.
+//     nothing, readers get copies, and the Store's onChange is called
+//     after each update that alters a value, once it is in force, and
+//     only then.
 //   - The handler answers every request with application/json: Dynamo's
 //     shapes on success, {"error": "..."} otherwise. A refused request
 //     changes nothing.
 //
 // Concurrency: Evaluator, Store and the handler are safe for concurrent
-// use. Nothing here starts a goroutine.
+// use. Nothing here starts a goroutine: a change is reported by a plain
+// callback, called by the goroutine that made it.
 //
-// The package imports only the standard library.
+// The package imports only the standard library and the load vocabulary.
 package busy

@@ -1,34 +1,10 @@
 package busy
 
-import "sync"
+import (
+	"sync"
 
-// Count is one load value as the evaluator sees it: N is meaningful only
-// when Known. An unknown value is never taken for 0.
-type Count struct {
-	N     int64
-	Known bool
-}
-
-// RankInput is one data-parallel rank's load as the evaluator sees it.
-type RankInput struct {
-	// DPRank identifies the rank between evaluations: hysteresis state is
-	// kept per DPRank. Ranks should be unique; duplicates share one state.
-	DPRank int
-	// KVTotalBlocks is the rank's KV capacity in blocks.
-	KVTotalBlocks Count
-	// KVUsedBlocks is the engine's KV blocks in use. The caller passes it
-	// as unknown when the engine's snapshot is stale, so that the decode
-	// check falls back to ActiveDecodeBlocks.
-	KVUsedBlocks Count
-	// ActiveDecodeBlocks is slotgate's own estimate of the blocks its
-	// requests hold; it keeps flowing when the engine's metrics stop.
-	ActiveDecodeBlocks Count
-	// ActivePrefillTokens is the prompt tokens not yet computed.
-	ActivePrefillTokens Count
-	// MaxNumBatchedTokens is the rank's token budget per step; unknown (or
-	// not positive) means DefaultMaxNumBatchedTokens.
-	MaxNumBatchedTokens Count
-}
+	"github.com/slotgate/slotgate/load"
+)
 
 // Result is the outcome of one evaluation.
 type Result struct {
@@ -61,12 +37,20 @@ func NewEvaluator() *Evaluator {
 // Evaluate applies the busy rule (see the package documentation) to ranks
 // under t and returns each rank's state and the worker's. It never fails:
 // a check with an invalid threshold (one Validate rejects) is off, and a
-// check whose inputs are unknown is false.
+// check whose inputs are unknown is false. It reads KVTotalBlocks,
+// KVUsedBlocks, ActiveDecodeBlocks, ActivePrefillTokens and
+// MaxNumBatchedTokens, whatever their source, and nothing else.
 //
-// The state kept for the next call is only, per rank, whether the decode
-// check found it busy now. A threshold change discards it first, and a
-// rank absent from ranks loses it.
-func (e *Evaluator) Evaluate(t Thresholds, ranks []RankInput) Result {
+// DPRank identifies a rank between evaluations: the state kept for the
+// next call is only, per DPRank, whether the decode check found the rank
+// busy now (ranks should be unique; duplicates share one state). A
+// threshold change discards it first, and a rank absent from ranks loses
+// it.
+//
+// KVUsedBlocks is taken as the engine's authoritative occupancy whenever
+// it is known: a caller whose engine figures are stale passes it unknown,
+// so that the decode check falls back to slotgate's ActiveDecodeBlocks.
+func (e *Evaluator) Evaluate(t Thresholds, ranks []load.Rank) Result {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !t.equal(e.last) {
@@ -76,7 +60,8 @@ func (e *Evaluator) Evaluate(t Thresholds, ranks []RankInput) Result {
 	res := Result{Ranks: make([]bool, len(ranks)), Busy: len(ranks) > 0}
 	// Rebuilt from scratch so that ranks which disappeared drop out.
 	next := make(map[int]bool, len(ranks))
-	for i, r := range ranks {
+	for i := range ranks {
+		r := &ranks[i]
 		decode := decodeBusy(t.ActiveDecodeBlocks, r, e.latched[r.DPRank])
 		if decode {
 			next[r.DPRank] = true

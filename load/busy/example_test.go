@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 )
 
@@ -13,21 +14,21 @@ import (
 // busy above 80 blocks in use, and, once busy, until 76 or fewer (the 5%
 // band). When the engine's metrics stop, slotgate's own estimate decides.
 func Example() {
-	store, err := busy.NewStore(busy.Thresholds{ActiveDecodeBlocks: new(0.8)})
+	store, err := busy.NewStore(busy.Thresholds{ActiveDecodeBlocks: new(0.8)}, nil)
 	if err != nil {
 		panic(err)
 	}
 	ev := busy.NewEvaluator()
-	total := busy.Count{N: 100, Known: true}
+	engine := func(n int64) load.Value { return load.Value{N: n, Source: load.SourceEngine} }
 	for _, used := range []int64{70, 85, 78, 76} {
-		r := busy.RankInput{KVTotalBlocks: total, KVUsedBlocks: busy.Count{N: used, Known: true}}
-		fmt.Printf("engine %d/100: busy=%v\n", used, ev.Evaluate(store.Load(), []busy.RankInput{r}).Busy)
+		r := load.Rank{KVTotalBlocks: engine(100), KVUsedBlocks: engine(used)}
+		fmt.Printf("engine %d/100: busy=%v\n", used, ev.Evaluate(store.Load(), []load.Rank{r}).Busy)
 	}
-	r := busy.RankInput{KVTotalBlocks: total, KVUsedBlocks: busy.Count{N: 95, Known: true}}
-	fmt.Printf("engine 95/100: busy=%v\n", ev.Evaluate(store.Load(), []busy.RankInput{r}).Busy)
-	r.KVUsedBlocks = busy.Count{} // the engine went stale
-	r.ActiveDecodeBlocks = busy.Count{N: 12, Known: true}
-	fmt.Printf("engine stale, slotgate 12/100: busy=%v\n", ev.Evaluate(store.Load(), []busy.RankInput{r}).Busy)
+	r := load.Rank{KVTotalBlocks: engine(100), KVUsedBlocks: engine(95)}
+	fmt.Printf("engine 95/100: busy=%v\n", ev.Evaluate(store.Load(), []load.Rank{r}).Busy)
+	r.KVUsedBlocks = load.Value{} // the engine went stale
+	r.ActiveDecodeBlocks = load.Value{N: 12, Source: load.SourceSlotgate}
+	fmt.Printf("engine stale, slotgate 12/100: busy=%v\n", ev.Evaluate(store.Load(), []load.Rank{r}).Busy)
 	// Output:
 	// engine 70/100: busy=false
 	// engine 85/100: busy=true
@@ -38,13 +39,13 @@ func Example() {
 }
 
 func ExampleNewHandler() {
-	store, err := busy.NewStore(busy.Thresholds{})
+	changed := false
+	store, err := busy.NewStore(busy.Thresholds{}, func() { changed = true })
 	if err != nil {
 		panic(err)
 	}
 	logf := func(msg string, kv ...any) { fmt.Println(append([]any{"log:", msg}, kv...)...) }
 	h := busy.NewHandler(store, "llama", logf)
-	changed := store.Changed()
 
 	for _, r := range []*http.Request{
 		httptest.NewRequest(http.MethodPost, busy.Path, strings.NewReader(`{"model":"llama","active_prefill_tokens_threshold":8192}`)),
@@ -55,10 +56,8 @@ func ExampleNewHandler() {
 		h.ServeHTTP(w, r)
 		fmt.Println(w.Code, w.Body)
 	}
-	select {
-	case <-changed:
+	if changed {
 		fmt.Println("changed")
-	default:
 	}
 	// Output:
 	// log: busy thresholds changed model llama old active_decode_blocks_threshold=none active_prefill_tokens_threshold=none active_prefill_tokens_threshold_frac=none new active_decode_blocks_threshold=none active_prefill_tokens_threshold=8192 active_prefill_tokens_threshold_frac=none

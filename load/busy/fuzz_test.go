@@ -30,13 +30,17 @@ func FuzzHandlerPOST(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		s, err := busy.NewStore(preset)
+		changes := 0
+		s, err := busy.NewStore(preset, func() { changes++ })
 		if err != nil {
 			t.Fatal(err)
 		}
 		w := httptest.NewRecorder()
 		busy.NewHandler(s, "llama", nil).ServeHTTP(w, post(string(body)))
 		after := s.Load()
+		if want := map[bool]int{false: 0, true: 1}[after.String() != presetStr]; changes != want {
+			t.Fatalf("onChange called %d times, yet the store went from %s to %s", changes, presetStr, after)
+		}
 		checkFuzzStatus(t, body, w.Code)
 		if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("Content-Type = %q", ct)

@@ -5,13 +5,18 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 )
 
-// known and unknown build Counts.
-func known(n int64) busy.Count { return busy.Count{N: n, Known: true} }
+// known and unknown build values. The rule reads a value whatever its
+// source; known ones are the engine's, own ones slotgate's.
+func known(n int64) load.Value { return load.Value{N: n, Source: load.SourceEngine} }
 
-var unknown = busy.Count{}
+// own is a value of slotgate's own count.
+func own(n int64) load.Value { return load.Value{N: n, Source: load.SourceSlotgate} }
+
+var unknown = load.Value{}
 
 // decodeOnly is Thresholds with only the decode check.
 func decodeOnly(f float64) busy.Thresholds { return busy.Thresholds{ActiveDecodeBlocks: new(f)} }

@@ -5,13 +5,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 )
 
 // step is one evaluation in a hysteresis scenario.
 type step struct {
 	th    busy.Thresholds
-	ranks []busy.RankInput
+	ranks []load.Rank
 	want  []bool // per rank
 }
 
@@ -32,7 +33,7 @@ func runSteps(t *testing.T, steps []step) {
 func engineSteps(th float64, total int64, used []int64, want []bool) []step {
 	steps := make([]step, len(used))
 	for i := range used {
-		steps[i] = step{th: decodeOnly(th), ranks: []busy.RankInput{engineKV(0, used[i], total)}, want: []bool{want[i]}}
+		steps[i] = step{th: decodeOnly(th), ranks: []load.Rank{engineKV(0, used[i], total)}, want: []bool{want[i]}}
 	}
 	return steps
 }
@@ -76,9 +77,9 @@ func TestHysteresisBand(t *testing.T) {
 
 func TestHysteresisCannotStick(t *testing.T) {
 	th := decodeOnly(0.8)
-	engineGone := func(own int64) busy.RankInput { return ownKV(0, own, 100) }
-	noSignal := func() busy.RankInput { r := rank(0); r.KVTotalBlocks = known(100); return r }
-	noTotal := func(used int64) busy.RankInput { r := rank(0); r.KVUsedBlocks = known(used); return r }
+	engineGone := func(own int64) load.Rank { return ownKV(0, own, 100) }
+	noSignal := func() load.Rank { r := rank(0); r.KVTotalBlocks = known(100); return r }
+	noTotal := func(used int64) load.Rank { r := rank(0); r.KVUsedBlocks = known(used); return r }
 	for _, tc := range []struct {
 		name  string
 		steps []step
@@ -86,31 +87,31 @@ func TestHysteresisCannotStick(t *testing.T) {
 		// ai-dynamo/dynamo#10564: Dynamo's latch waited for both signals
 		// to report low; when one stopped, the rank stayed busy forever.
 		{name: "engine stops while slotgate's signal is low: clears (dynamo#10564)", steps: []step{
-			{th: th, ranks: []busy.RankInput{engineKV(0, 95, 100)}, want: []bool{true}},
-			{th: th, ranks: []busy.RankInput{engineGone(10)}, want: []bool{false}},
+			{th: th, ranks: []load.Rank{engineKV(0, 95, 100)}, want: []bool{true}},
+			{th: th, ranks: []load.Rank{engineGone(10)}, want: []bool{false}},
 		}},
 		{name: "engine stops while slotgate's signal is in the band: holds, then clears", steps: []step{
-			{th: th, ranks: []busy.RankInput{engineKV(0, 95, 100)}, want: []bool{true}},
-			{th: th, ranks: []busy.RankInput{engineGone(78)}, want: []bool{true}},
-			{th: th, ranks: []busy.RankInput{engineGone(76)}, want: []bool{false}},
+			{th: th, ranks: []load.Rank{engineKV(0, 95, 100)}, want: []bool{true}},
+			{th: th, ranks: []load.Rank{engineGone(78)}, want: []bool{true}},
+			{th: th, ranks: []load.Rank{engineGone(76)}, want: []bool{false}},
 		}},
 		{name: "slotgate's high signal does not hold a rank the engine says is free", steps: []step{
-			{th: th, ranks: []busy.RankInput{ownKV(0, 95, 100)}, want: []bool{true}},
-			{th: th, ranks: []busy.RankInput{func() busy.RankInput {
+			{th: th, ranks: []load.Rank{ownKV(0, 95, 100)}, want: []bool{true}},
+			{th: th, ranks: []load.Rank{func() load.Rank {
 				r := engineKV(0, 5, 100)
-				r.ActiveDecodeBlocks = known(95)
+				r.ActiveDecodeBlocks = own(95)
 				return r
 			}()}, want: []bool{false}},
 		}},
 		{name: "no signal clears the state", steps: []step{
-			{th: th, ranks: []busy.RankInput{engineKV(0, 95, 100)}, want: []bool{true}},
-			{th: th, ranks: []busy.RankInput{noSignal()}, want: []bool{false}},
-			{th: th, ranks: []busy.RankInput{engineKV(0, 79, 100)}, want: []bool{false}},
+			{th: th, ranks: []load.Rank{engineKV(0, 95, 100)}, want: []bool{true}},
+			{th: th, ranks: []load.Rank{noSignal()}, want: []bool{false}},
+			{th: th, ranks: []load.Rank{engineKV(0, 79, 100)}, want: []bool{false}},
 		}},
 		{name: "unknown total clears the state", steps: []step{
-			{th: th, ranks: []busy.RankInput{engineKV(0, 95, 100)}, want: []bool{true}},
-			{th: th, ranks: []busy.RankInput{noTotal(95)}, want: []bool{false}},
-			{th: th, ranks: []busy.RankInput{engineKV(0, 79, 100)}, want: []bool{false}},
+			{th: th, ranks: []load.Rank{engineKV(0, 95, 100)}, want: []bool{true}},
+			{th: th, ranks: []load.Rank{noTotal(95)}, want: []bool{false}},
+			{th: th, ranks: []load.Rank{engineKV(0, 79, 100)}, want: []bool{false}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runSteps(t, tc.steps) })
@@ -118,8 +119,8 @@ func TestHysteresisCannotStick(t *testing.T) {
 }
 
 func TestHysteresisReset(t *testing.T) {
-	at := func(used ...int64) []busy.RankInput {
-		ranks := make([]busy.RankInput, len(used))
+	at := func(used ...int64) []load.Rank {
+		ranks := make([]load.Rank, len(used))
 		for i, u := range used {
 			ranks[i] = engineKV(i, u, 100)
 		}
@@ -150,8 +151,8 @@ func TestHysteresisReset(t *testing.T) {
 			{th: decodeOnly(0.8), ranks: at(79, 79), want: []bool{true, false}},
 		}},
 		{name: "state follows DPRank, not position", steps: []step{
-			{th: decodeOnly(0.8), ranks: []busy.RankInput{engineKV(7, 81, 100), engineKV(3, 10, 100)}, want: []bool{true, false}},
-			{th: decodeOnly(0.8), ranks: []busy.RankInput{engineKV(3, 79, 100), engineKV(7, 79, 100)}, want: []bool{false, true}},
+			{th: decodeOnly(0.8), ranks: []load.Rank{engineKV(7, 81, 100), engineKV(3, 10, 100)}, want: []bool{true, false}},
+			{th: decodeOnly(0.8), ranks: []load.Rank{engineKV(3, 79, 100), engineKV(7, 79, 100)}, want: []bool{false, true}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runSteps(t, tc.steps) })
@@ -170,7 +171,7 @@ func TestHysteresisWorker(t *testing.T) {
 		{used: [2]int64{78, 81}, want: true}, // rank 0 held by the band
 		{used: [2]int64{76, 81}, want: false},
 	} {
-		got := ev.Evaluate(decodeOnly(0.8), []busy.RankInput{engineKV(0, s.used[0], 100), engineKV(1, s.used[1], 100)})
+		got := ev.Evaluate(decodeOnly(0.8), []load.Rank{engineKV(0, s.used[0], 100), engineKV(1, s.used[1], 100)})
 		if got.Busy != s.want {
 			t.Fatalf("step %d (%s): Busy = %v, want %v", i, fmt.Sprint(s.used), got.Busy, s.want)
 		}

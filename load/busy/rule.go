@@ -1,6 +1,10 @@
 package busy
 
-import "math"
+import (
+	"math"
+
+	"github.com/slotgate/slotgate/load"
+)
 
 // DefaultMaxNumBatchedTokens stands in for an unknown max_num_batched_tokens
 // in the prefill fraction check. It is Dynamo's DEFAULT_MAX_TOKENS: so large
@@ -27,11 +31,11 @@ const (
 // busy only while the signal at hand says it is still near the limit.
 // Dynamo's latch instead waited for both signals to report low, and stuck
 // when one stopped arriving (ai-dynamo/dynamo#10564).
-func decodeBusy(threshold *float64, r RankInput, wasBusy bool) bool {
+func decodeBusy(threshold *float64, r *load.Rank, wasBusy bool) bool {
 	if threshold == nil || !validFraction(*threshold) {
 		return false
 	}
-	if !r.KVTotalBlocks.Known || r.KVTotalBlocks.N <= 0 {
+	if !r.KVTotalBlocks.Known() || r.KVTotalBlocks.N <= 0 {
 		return false // Dynamo: no capacity, no decode check
 	}
 	signal, ok := decodeSignal(r)
@@ -47,11 +51,11 @@ func decodeBusy(threshold *float64, r RankInput, wasBusy bool) bool {
 }
 
 // decodeSignal picks the blocks in use the decode check reads.
-func decodeSignal(r RankInput) (int64, bool) {
-	if r.KVUsedBlocks.Known {
+func decodeSignal(r *load.Rank) (int64, bool) {
+	if r.KVUsedBlocks.Known() {
 		return r.KVUsedBlocks.N, true
 	}
-	if r.ActiveDecodeBlocks.Known {
+	if r.ActiveDecodeBlocks.Known() {
 		return r.ActiveDecodeBlocks.N, true
 	}
 	return 0, false
@@ -66,8 +70,8 @@ func clearLevel(limit float64) float64 {
 }
 
 // prefillBusy is the absolute prefill check.
-func prefillBusy(threshold *uint64, tokens Count) bool {
-	if threshold == nil || !tokens.Known || tokens.N < 0 {
+func prefillBusy(threshold *uint64, tokens load.Value) bool {
+	if threshold == nil || !tokens.Known() || tokens.N < 0 {
 		return false
 	}
 	return uint64(tokens.N) > *threshold
@@ -75,15 +79,15 @@ func prefillBusy(threshold *uint64, tokens Count) bool {
 
 // prefillFracBusy is the prefill fraction check. The limit is truncated to
 // an integer as Dynamo's `as u64` does, saturating.
-func prefillFracBusy(frac *float64, r RankInput) bool {
+func prefillFracBusy(frac *float64, r *load.Rank) bool {
 	tokens := r.ActivePrefillTokens
-	if frac == nil || !validFrac(*frac) || !tokens.Known || tokens.N < 0 {
+	if frac == nil || !validFrac(*frac) || !tokens.Known() || tokens.N < 0 {
 		return false
 	}
 	budget := int64(DefaultMaxNumBatchedTokens)
 	// A budget of 0 would make every pending token busy; an engine cannot
 	// run with it, so it is taken as a missing value rather than a real one.
-	if m := r.MaxNumBatchedTokens; m.Known && m.N > 0 {
+	if m := r.MaxNumBatchedTokens; m.Known() && m.N > 0 {
 		budget = m.N
 	}
 	return uint64(tokens.N) > saturatingUint64(*frac*float64(budget))

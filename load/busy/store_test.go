@@ -1,8 +1,10 @@
 package busy_test
 
 import (
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,25 +13,20 @@ import (
 
 func newStore(t *testing.T, initial busy.Thresholds) *busy.Store {
 	t.Helper()
-	s, err := busy.NewStore(initial)
+	return newStoreNotifying(t, initial, nil)
+}
+
+func newStoreNotifying(t *testing.T, initial busy.Thresholds, onChange func()) *busy.Store {
+	t.Helper()
+	s, err := busy.NewStore(initial, onChange)
 	if err != nil {
 		t.Fatalf("NewStore(%v): %v", initial, err)
 	}
 	return s
 }
 
-// isClosed reports whether ch is closed, without waiting.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 func TestNewStoreInvalid(t *testing.T) {
-	s, err := busy.NewStore(decodeOnly(1.5))
+	s, err := busy.NewStore(decodeOnly(1.5), nil)
 	if err == nil || s != nil {
 		t.Fatalf("NewStore(decode 1.5) = %v, %v; want nil and an error", s, err)
 	}
@@ -80,8 +77,8 @@ func TestStoreUpdate(t *testing.T) {
 			wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, initial)
-			changed := s.Changed()
+			var calls atomic.Int64
+			s := newStoreNotifying(t, initial, func() { calls.Add(1) })
 			got, err := s.Update(tc.patch)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Update() error = %v, want error %v", err, tc.wantErr)
@@ -92,11 +89,9 @@ func TestStoreUpdate(t *testing.T) {
 			if now := s.Load().String(); now != tc.want {
 				t.Errorf("Load() = %s, want %s", now, tc.want)
 			}
-			if isClosed(changed) != tc.wantChanged {
-				t.Errorf("Changed() closed = %v, want %v", isClosed(changed), tc.wantChanged)
-			}
-			if isClosed(s.Changed()) {
-				t.Error("Changed() after the update is already closed")
+			// Once per change, and never for an update that changes nothing.
+			if want := map[bool]int64{false: 0, true: 1}[tc.wantChanged]; calls.Load() != want {
+				t.Errorf("onChange called %d times, want %d", calls.Load(), want)
 			}
 		})
 	}
@@ -104,10 +99,16 @@ func TestStoreUpdate(t *testing.T) {
 
 // TestStoreConcurrent races writers, readers and a watcher (run it with
 // -race). Readers must only ever see a valid value that some writer wrote,
-// and the watcher, following the Changed-before-Load pattern, must see the
-// last write.
+// and the watcher, woken through onChange as the hub is (a one-slot
+// channel that merges notifications), must see the last write.
 func TestStoreConcurrent(t *testing.T) {
-	s := newStore(t, decodeOnly(0))
+	notify := make(chan struct{}, 1)
+	s := newStoreNotifying(t, decodeOnly(0), func() {
+		select {
+		case notify <- struct{}{}:
+		default:
+		}
+	})
 	const writers, writes = 4, 200
 	final := 0.999
 	var wg sync.WaitGroup
@@ -135,11 +136,10 @@ func TestStoreConcurrent(t *testing.T) {
 	go func() {
 		defer close(watched)
 		for {
-			changed := s.Changed()
 			if *s.Load().ActiveDecodeBlocks == final {
 				return
 			}
-			<-changed
+			<-notify
 		}
 	}()
 	wg.Wait()
@@ -151,4 +151,31 @@ func TestStoreConcurrent(t *testing.T) {
 	case <-time.After(10 * time.Second): // a bound, not a wait: a lost wakeup hangs
 		t.Fatal("the watcher missed the last change")
 	}
+}
+
+// TestStoreOnChangeAfterTheStore: onChange runs once the new value is in
+// force, and outside the Store's lock, so that it may read and even
+// update the Store.
+func TestStoreOnChangeAfterTheStore(t *testing.T) {
+	var s *busy.Store
+	var seen []string
+	s = newStoreNotifying(t, decodeOnly(0.5), func() {
+		seen = append(seen, formatFloat(s.Load().ActiveDecodeBlocks))
+		if _, err := s.Update(s.Load()); err != nil { // no change: no second call
+			t.Errorf("Update from onChange: %v", err)
+		}
+	})
+	if _, err := s.Update(decodeOnly(0.25)); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != "0.25" {
+		t.Errorf("onChange saw %v, want one call seeing 0.25", seen)
+	}
+}
+
+func formatFloat(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*p, 'g', -1, 64)
 }

@@ -6,7 +6,8 @@
 // The proxy begins a Flight when a request gets its slot, tells it the
 // prompt's estimated size once the body has passed through, the tokens
 // generated as the response streams back, and ends it when the slot is
-// released. The Tracker sums the flights per data-parallel rank.
+// released. The Tracker sums the flights per data-parallel rank, and View
+// reports the sums as load.Ranks, the shape every load package shares.
 //
 // Invariants, each checked by the tests:
 //
@@ -17,10 +18,13 @@
 //   - A flight pinned to a rank the engine reports counts on that rank
 //     only; the others are spread evenly over the ranks, the remainder
 //     on the lowest, so the sums over the ranks are exact.
-//   - Every change to what View reports calls the Tracker's OnChange,
+//   - View's values are slotgate's (load.SourceSlotgate): Flights,
+//     ActivePrefillTokens, and ActiveDecodeBlocks, which is unknown
+//     rather than 0 without a block size. Every other value is unknown.
+//   - Every change to what View reports calls the Tracker's onChange,
 //     outside its lock; a generated token that fills no new block (at the
 //     block size of the last View) does not.
 //
 // All methods are safe for concurrent use. The package imports only the
-// standard library and load/estimate (for Blocks).
+// standard library, the load vocabulary, and load/estimate (for Blocks).
 package inflight

@@ -1,7 +1,6 @@
 package inflight
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -35,8 +34,10 @@ type Flight struct {
 	ended     bool
 }
 
-// New returns an empty Tracker; onChange, when not nil, is called after
-// every change, outside the Tracker's lock. It must not block.
+// New returns an empty Tracker. onChange, when not nil, is called after
+// every change to what View reports, outside the Tracker's lock, from the
+// goroutine that made the change (the proxy's, on the request path): it
+// must not block.
 func New(onChange func()) *Tracker {
 	if onChange == nil {
 		onChange = func() {}
@@ -114,72 +115,5 @@ func (f *Flight) End() {
 	f.t.mu.Unlock()
 	if !ended {
 		f.t.onChange()
-	}
-}
-
-// RankLoad is slotgate's view of one rank.
-type RankLoad struct {
-	DPRank int
-	// Flights counts the flights on the rank; unpinned flights are
-	// spread, so it is a share, not always a whole request.
-	Flights int64
-	// PrefillTokens is the prompt tokens of the flights still waiting for
-	// their first token.
-	PrefillTokens int64
-	// DecodeBlocks is the KV blocks the flights' tokens fill; 0 when the
-	// block size is unknown (blockSize <= 0).
-	DecodeBlocks int64
-}
-
-// View returns the load of each of ranks (DP rank ids, in any order;
-// the result follows it), with blocks of blockSize tokens. With no ranks
-// it returns one for rank 0.
-func (t *Tracker) View(ranks []int, blockSize int) []RankLoad {
-	if len(ranks) == 0 {
-		ranks = []int{0}
-	}
-	t.blockSize.Store(int64(blockSize))
-	out := make([]RankLoad, len(ranks))
-	for i, id := range ranks {
-		out[i].DPRank = id
-	}
-	var spread RankLoad
-	t.mu.Lock()
-	for f := range t.flights {
-		dst := &spread
-		if i := slices.Index(ranks, f.rank); f.rank != Unpinned && i >= 0 {
-			dst = &out[i]
-		}
-		f.addTo(dst, blockSize)
-	}
-	t.mu.Unlock()
-	spreadOver(out, spread)
-	return out
-}
-
-// addTo adds f's load to dst; the caller holds the lock.
-func (f *Flight) addTo(dst *RankLoad, blockSize int) {
-	dst.Flights++
-	if !f.prefilled {
-		dst.PrefillTokens += int64(f.prompt)
-	}
-	dst.DecodeBlocks += int64(estimate.Blocks(f.prompt+f.generated, blockSize))
-}
-
-// spreadOver adds s evenly to the ranks, the remainder one each to the
-// first ones, so the totals stay exact.
-func spreadOver(ranks []RankLoad, s RankLoad) {
-	n := int64(len(ranks))
-	share := func(total int64, i int) int64 {
-		v := total / n
-		if int64(i) < total%n {
-			v++
-		}
-		return v
-	}
-	for i := range ranks {
-		ranks[i].Flights += share(s.Flights, i)
-		ranks[i].PrefillTokens += share(s.PrefillTokens, i)
-		ranks[i].DecodeBlocks += share(s.DecodeBlocks, i)
 	}
 }

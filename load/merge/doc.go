@@ -1,7 +1,12 @@
 // Package merge computes the sidecar's load snapshot (report.Snapshot)
 // from its sources: the engine's scraped values and the static overrides
-// (package load), slotgate's own count of its flights (load/inflight),
-// the limiter's state, and the busy verdict (load/busy).
+// (load/scrape), slotgate's own count of its flights (load/inflight), the
+// limiter's state, and the busy verdict (load/busy).
+//
+// The engine's ranks and slotgate's view arrive in the one shape the load
+// packages share (load.Rank); merge combines them into one load.Rank per
+// rank, hands those to the busy rule, and converts them to report's wire
+// form. That conversion (wire.go) is the only one between the two shapes.
 //
 // It is kept apart from package report so that frontends, which import
 // report's wire types to read snapshots, do not pull in the scraper and

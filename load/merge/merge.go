@@ -1,10 +1,13 @@
 package merge
 
 import (
+	"slices"
+
 	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/load/report"
+	"github.com/slotgate/slotgate/load/scrape"
 )
 
 // Sources are what a Snapshot is computed from. Compute is meant for
@@ -12,7 +15,7 @@ import (
 // since the Evaluator keeps state between calls.
 type Sources struct {
 	// Engine returns the engine's latest scraped load. Required.
-	Engine func() load.EngineLoad
+	Engine func() scrape.EngineLoad
 	// Flights is slotgate's view of its requests in flight. Required.
 	Flights *inflight.Tracker
 	// Requests returns the limiter's state. Required.
@@ -35,15 +38,12 @@ func (s Sources) Compute() report.Snapshot {
 		Requests:   s.Requests(),
 		Thresholds: report.Thresholds(th),
 	}
-	snap.Ranks = mergeRanks(eng, s.Flights)
-	inputs := make([]busy.RankInput, len(snap.Ranks))
-	for i := range snap.Ranks {
-		inputs[i] = busyInput(&snap.Ranks[i], eng.Stale)
-	}
-	res := s.Evaluator.Evaluate(th, inputs)
+	ranks := mergeRanks(eng, s.Flights)
+	res := s.Evaluator.Evaluate(th, busyView(ranks, eng.Stale))
 	snap.Busy = res.Busy
-	for i := range snap.Ranks {
-		snap.Ranks[i].Busy = res.Ranks[i]
+	snap.Ranks = make([]report.Rank, len(ranks))
+	for i := range ranks {
+		snap.Ranks[i] = wireRank(&ranks[i], res.Ranks[i])
 	}
 	return snap
 }
@@ -51,7 +51,7 @@ func (s Sources) Compute() report.Snapshot {
 // mergeRanks returns one Rank per engine rank (rank 0 alone when the
 // engine reports none), the engine's and static values with slotgate's
 // view of its flights.
-func mergeRanks(eng load.EngineLoad, flights *inflight.Tracker) []report.Rank {
+func mergeRanks(eng scrape.EngineLoad, flights *inflight.Tracker) []load.Rank {
 	engRanks := eng.Ranks
 	if len(engRanks) == 0 {
 		engRanks = []load.Rank{{DPRank: 0}}
@@ -64,69 +64,66 @@ func mergeRanks(eng load.EngineLoad, flights *inflight.Tracker) []report.Rank {
 			blockSize = int(n)
 		}
 	}
-	view := flights.View(ids, blockSize)
-	out := make([]report.Rank, len(engRanks))
+	own := flights.View(ids, blockSize)
+	out := make([]load.Rank, len(engRanks))
 	for i := range engRanks {
-		out[i] = mergeRank(&engRanks[i], view[i], blockSize > 0, eng.Stale)
+		out[i] = mergeRank(&engRanks[i], &own[i], eng.Stale)
 	}
 	return out
 }
 
-func mergeRank(er *load.Rank, own inflight.RankLoad, knowBlocks, stale bool) report.Rank {
-	r := report.Rank{
+// mergeRank takes from the engine's rank er what the engine or a static
+// override may say, what only the engine may say, and the rest from
+// slotgate's own view (whose ActiveDecodeBlocks is unknown without a
+// block size).
+func mergeRank(er, own *load.Rank, stale bool) load.Rank {
+	r := load.Rank{
 		DPRank:              er.DPRank,
-		KVTotalBlocks:       field(er.KVTotalBlocks),
+		KVTotalBlocks:       engineOrStatic(er.KVTotalBlocks),
 		KVUsedBlocks:        engineOnly(er.KVUsedBlocks),
-		MaxNumBatchedTokens: field(er.MaxNumBatchedTokens),
+		ActiveDecodeBlocks:  own.ActiveDecodeBlocks,
+		ActivePrefillTokens: own.ActivePrefillTokens,
+		MaxNumBatchedTokens: engineOrStatic(er.MaxNumBatchedTokens),
 		NumRequestsRunning:  engineOnly(er.NumRequestsRunning),
 		NumRequestsWaiting:  engineOnly(er.NumRequestsWaiting),
-		BlockSize:           field(er.BlockSize),
-		ActivePrefillTokens: report.Field{N: own.PrefillTokens, Source: report.SourceSlotgate},
-	}
-	if knowBlocks {
-		r.ActiveDecodeBlocks = report.Field{N: own.DecodeBlocks, Source: report.SourceSlotgate}
+		BlockSize:           engineOrStatic(er.BlockSize),
+		Flights:             own.Flights,
 	}
 	// The engine knows its own prefill backlog better than slotgate's
 	// estimate, but only while its figures are fresh.
-	if p := engineOnly(er.PrefillTokens); p.Known() && !stale {
+	if p := engineOnly(er.ActivePrefillTokens); p.Known() && !stale {
 		r.ActivePrefillTokens = p
 	}
 	return r
 }
 
-// field converts a scraped value, engine or static.
-func field(v load.Value) report.Field {
-	switch v.Source {
-	case load.SourceEngine:
-		return report.Field{N: v.N, Source: report.SourceEngine}
-	case load.SourceStatic:
-		return report.Field{N: v.N, Source: report.SourceStatic}
+// engineOrStatic keeps a scraped value, the engine's or a static
+// override; anything else is unknown.
+func engineOrStatic(v load.Value) load.Value {
+	if v.Source != load.SourceEngine && v.Source != load.SourceStatic {
+		return load.Value{}
 	}
-	return report.Field{}
+	return v
 }
 
-// engineOnly converts a value only the engine can know.
-func engineOnly(v load.Value) report.Field {
+// engineOnly keeps a value only the engine can know.
+func engineOnly(v load.Value) load.Value {
 	if v.Source != load.SourceEngine {
-		return report.Field{}
+		return load.Value{}
 	}
-	return field(v)
+	return v
 }
 
-// busyInput is what the busy rule sees of r: the engine's occupancy only
-// while fresh, so a stale figure never decides busy.
-func busyInput(r *report.Rank, stale bool) busy.RankInput {
-	in := busy.RankInput{
-		DPRank:              r.DPRank,
-		KVTotalBlocks:       count(r.KVTotalBlocks),
-		ActiveDecodeBlocks:  count(r.ActiveDecodeBlocks),
-		ActivePrefillTokens: count(r.ActivePrefillTokens),
-		MaxNumBatchedTokens: count(r.MaxNumBatchedTokens),
-	}
+// busyView is what the busy rule sees of ranks: the engine's occupancy
+// only while fresh, so a stale figure never decides busy (the rule then
+// falls back to slotgate's own ActiveDecodeBlocks). ranks is not modified.
+func busyView(ranks []load.Rank, stale bool) []load.Rank {
 	if !stale {
-		in.KVUsedBlocks = count(r.KVUsedBlocks)
+		return ranks
+	}
+	in := slices.Clone(ranks)
+	for i := range in {
+		in[i].KVUsedBlocks = load.Value{}
 	}
 	return in
 }
-
-func count(f report.Field) busy.Count { return busy.Count{N: f.N, Known: f.Known()} }

@@ -9,6 +9,7 @@ import (
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/load/merge"
 	"github.com/slotgate/slotgate/load/report"
+	"github.com/slotgate/slotgate/load/scrape"
 )
 
 func eng(n int64) load.Value    { return load.Value{N: n, Source: load.SourceEngine} }
@@ -19,9 +20,9 @@ func ptr[T any](v T) *T { return &v }
 func f(n int64, src report.Source) report.Field { return report.Field{N: n, Source: src} }
 
 // sources builds Sources over a fixed engine load and thresholds.
-func sources(el load.EngineLoad, fl *inflight.Tracker, th busy.Thresholds) merge.Sources {
+func sources(el scrape.EngineLoad, fl *inflight.Tracker, th busy.Thresholds) merge.Sources {
 	return merge.Sources{
-		Engine:     func() load.EngineLoad { return el },
+		Engine:     func() scrape.EngineLoad { return el },
 		Flights:    fl,
 		Requests:   func() report.Requests { return report.Requests{InFlight: 2, Queued: 1, Limit: 4, QueueLimit: 16} },
 		Thresholds: func() busy.Thresholds { return th },
@@ -32,7 +33,7 @@ func sources(el load.EngineLoad, fl *inflight.Tracker, th busy.Thresholds) merge
 // TestMergeSources: each field comes from where the rules say, and says so.
 func TestMergeSources(t *testing.T) {
 	at := time.Unix(1700000000, 0)
-	el := load.EngineLoad{Dialect: load.DialectVLLM, At: at, Ranks: []load.Rank{{
+	el := scrape.EngineLoad{Dialect: scrape.DialectVLLM, At: at, Ranks: []load.Rank{{
 		DPRank: 0, KVTotalBlocks: eng(1000), KVUsedBlocks: eng(100), NumRequestsRunning: eng(2),
 		NumRequestsWaiting: eng(0), MaxNumBatchedTokens: static(8192), BlockSize: eng(16),
 	}}}
@@ -57,7 +58,7 @@ func TestMergeSources(t *testing.T) {
 // their prefill backlog; it replaces slotgate's estimate until the engine
 // goes stale.
 func TestMergeEnginePrefillWinsWhileFresh(t *testing.T) {
-	el := load.EngineLoad{Dialect: load.DialectSGLang, Ranks: []load.Rank{{DPRank: 0, PrefillTokens: eng(500)}}}
+	el := scrape.EngineLoad{Dialect: scrape.DialectSGLang, Ranks: []load.Rank{{DPRank: 0, ActivePrefillTokens: eng(500)}}}
 	fl := inflight.New(nil)
 	fl.Begin(0).SetPrompt(70)
 	if got := sources(el, fl, busy.Thresholds{}).Compute().Ranks[0].ActivePrefillTokens; got != f(500, report.SourceEngine) {
@@ -72,7 +73,7 @@ func TestMergeEnginePrefillWinsWhileFresh(t *testing.T) {
 // TestMergeUsedBlocksNeverStatic: an override never fills the engine's
 // occupancy, and a value slotgate cannot count stays unknown.
 func TestMergeUsedBlocksNeverStatic(t *testing.T) {
-	el := load.EngineLoad{Ranks: []load.Rank{{DPRank: 0, KVUsedBlocks: static(5), NumRequestsRunning: static(1)}}}
+	el := scrape.EngineLoad{Ranks: []load.Rank{{DPRank: 0, KVUsedBlocks: static(5), NumRequestsRunning: static(1)}}}
 	r := sources(el, inflight.New(nil), busy.Thresholds{}).Compute().Ranks[0]
 	if r.KVUsedBlocks.Known() || r.NumRequestsRunning.Known() || r.ActiveDecodeBlocks.Known() {
 		t.Errorf("rank = %+v: used and running must be the engine's only, decode blocks unknown without a block size", r)
@@ -84,7 +85,7 @@ func TestMergeUsedBlocksNeverStatic(t *testing.T) {
 func TestMergeNoEngineRanksIsRankZero(t *testing.T) {
 	fl := inflight.New(nil)
 	fl.Begin(inflight.Unpinned).SetPrompt(9)
-	s := sources(load.EngineLoad{}, fl, busy.Thresholds{}).Compute()
+	s := sources(scrape.EngineLoad{}, fl, busy.Thresholds{}).Compute()
 	if len(s.Ranks) != 1 || s.Ranks[0].DPRank != 0 || s.Ranks[0].ActivePrefillTokens != f(9, report.SourceSlotgate) {
 		t.Errorf("ranks = %+v, want rank 0 with 9 prefill tokens", s.Ranks)
 	}
@@ -94,7 +95,7 @@ func TestMergeNoEngineRanksIsRankZero(t *testing.T) {
 // occupancy never decides, slotgate's own does instead.
 func TestMergeBusy(t *testing.T) {
 	th := busy.Thresholds{ActiveDecodeBlocks: ptr(0.5)}
-	el := load.EngineLoad{Ranks: []load.Rank{
+	el := scrape.EngineLoad{Ranks: []load.Rank{
 		{DPRank: 0, KVTotalBlocks: eng(100), KVUsedBlocks: eng(90), BlockSize: eng(16)},
 		{DPRank: 1, KVTotalBlocks: eng(100), KVUsedBlocks: eng(60), BlockSize: eng(16)},
 	}}

@@ -82,6 +82,9 @@ func NewHub(opts HubOptions) (*Hub, error) {
 
 // Notify tells the Hub that the load may have changed. It never blocks;
 // notifications that arrive before Run handles the previous one merge.
+// It is the Hub's one input: the load's sources (the scraper, the flights,
+// the busy thresholds) are each given it as their onChange callback, a
+// plain func() that must not block, and Compute confirms what changed.
 func (h *Hub) Notify() {
 	select {
 	case h.notify <- struct{}{}:

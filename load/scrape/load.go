@@ -1,10 +1,12 @@
-package load
+package scrape
 
 import (
 	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/slotgate/slotgate/load"
 )
 
 // Dialect names how the engine reports its load.
@@ -30,54 +32,17 @@ func Dialects() []Dialect {
 	return []Dialect{DialectAuto, DialectVLLM, DialectSGLang, DialectTRTLLM, DialectNone}
 }
 
-// Rank is the load of one data-parallel rank. Each field is a Value that
-// says whether it is known and where it came from.
-type Rank struct {
-	// DPRank is the rank's global data-parallel index (vLLM's engine label,
-	// SGLang's dp_rank, TensorRT-LLM's attentionDpRank).
-	DPRank int
-	// KVTotalBlocks is the rank's KV cache capacity in blocks.
-	KVTotalBlocks Value
-	// KVUsedBlocks is the blocks held by the rank's running requests.
-	KVUsedBlocks Value
-	// NumRequestsRunning and NumRequestsWaiting are the engine's own
-	// running batch and waiting queue.
-	NumRequestsRunning Value
-	NumRequestsWaiting Value
-	// PrefillTokens is the prompt tokens the engine still has to compute
-	// (SGLang's num_waiting_uncached_tokens; TensorRT-LLM's numCtxTokens +
-	// numQueuedCtxTokens); vLLM does not export it.
-	PrefillTokens Value
-	// MaxNumBatchedTokens is the rank's token budget per step.
-	MaxNumBatchedTokens Value
-	// BlockSize is the tokens per KV block (SGLang's page size).
-	BlockSize Value
-}
-
-// values lists the rank's fields with their names, for checks and tests.
-func (r *Rank) values() []struct {
-	name string
-	v    *Value
-} {
-	return []struct {
-		name string
-		v    *Value
-	}{
-		{"kv_total_blocks", &r.KVTotalBlocks}, {"kv_used_blocks", &r.KVUsedBlocks},
-		{"num_requests_running", &r.NumRequestsRunning}, {"num_requests_waiting", &r.NumRequestsWaiting},
-		{"prefill_tokens", &r.PrefillTokens}, {"max_num_batched_tokens", &r.MaxNumBatchedTokens},
-		{"block_size", &r.BlockSize},
-	}
-}
-
 // EngineLoad is one snapshot of the engine's load. A snapshot returned by
 // Scraper.Load is the caller's own: nothing else refers to its Ranks.
 type EngineLoad struct {
 	// Dialect is the dialect in use; empty while DialectAuto has not yet
 	// recognised the engine.
 	Dialect Dialect
-	// Ranks are sorted by DPRank, one per rank, no duplicates.
-	Ranks []Rank
+	// Ranks are sorted by DPRank, one per rank, no duplicates. Only the
+	// engine's and the static values are set: ActiveDecodeBlocks and
+	// Flights are always unknown, ActivePrefillTokens is the engine's
+	// backlog where it exports one.
+	Ranks []load.Rank
 	// At is when the engine values were last scraped successfully; zero
 	// when they never were (DialectNone, or no success yet).
 	At time.Time
@@ -103,10 +68,28 @@ const maxDPRank = 1 << 16
 // errInsane is wrapped by the parsers' errors for values no engine sends.
 var errInsane = errors.New("implausible value")
 
+// namedValue is one of a rank's values and the name errors give it.
+type namedValue struct {
+	name string
+	v    *load.Value
+}
+
+// scraped lists the values of r a scrape can set, with their names for
+// errors. The names are those the errors have always carried (they reach
+// the published snapshot's engine error), hence prefill_tokens.
+func scraped(r *load.Rank) [7]namedValue {
+	return [7]namedValue{
+		{"kv_total_blocks", &r.KVTotalBlocks}, {"kv_used_blocks", &r.KVUsedBlocks},
+		{"num_requests_running", &r.NumRequestsRunning}, {"num_requests_waiting", &r.NumRequestsWaiting},
+		{"prefill_tokens", &r.ActivePrefillTokens}, {"max_num_batched_tokens", &r.MaxNumBatchedTokens},
+		{"block_size", &r.BlockSize},
+	}
+}
+
 // checkRanks returns an error unless every known value of every rank is
 // non-negative, used ≤ total where both are known, and the ranks are
 // sorted and unique within [0, maxDPRank).
-func checkRanks(ranks []Rank) error {
+func checkRanks(ranks []load.Rank) error {
 	for i := range ranks {
 		r := &ranks[i]
 		if r.DPRank < 0 || r.DPRank >= maxDPRank {
@@ -115,7 +98,7 @@ func checkRanks(ranks []Rank) error {
 		if i > 0 && ranks[i-1].DPRank >= r.DPRank {
 			return fmt.Errorf("%w: dp rank %d repeated or out of order", errInsane, r.DPRank)
 		}
-		for _, f := range r.values() {
+		for _, f := range scraped(r) {
 			if f.v.Known() && f.v.N < 0 {
 				return fmt.Errorf("%w: rank %d %s = %d", errInsane, r.DPRank, f.name, f.v.N)
 			}
@@ -128,6 +111,20 @@ func checkRanks(ranks []Rank) error {
 }
 
 // sortRanks sorts ranks by DPRank.
-func sortRanks(ranks []Rank) {
-	slices.SortFunc(ranks, func(a, b Rank) int { return a.DPRank - b.DPRank })
+func sortRanks(ranks []load.Rank) {
+	slices.SortFunc(ranks, func(a, b load.Rank) int { return a.DPRank - b.DPRank })
+}
+
+// fromEngine is a value scraped from the engine.
+func fromEngine(n int64) load.Value { return load.Value{N: n, Source: load.SourceEngine} }
+
+// fromStatic is a value from a static override.
+func fromStatic(n int64) load.Value { return load.Value{N: n, Source: load.SourceStatic} }
+
+// engineIfPresent is fromEngine(*p), or unknown when p is nil.
+func engineIfPresent(p *int64) load.Value {
+	if p == nil {
+		return load.Value{}
+	}
+	return fromEngine(*p)
 }

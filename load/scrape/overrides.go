@@ -1,13 +1,15 @@
-package load
+package scrape
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/slotgate/slotgate/load"
 )
 
 // Overrides are static values for what an engine does not export. Zero
 // means "not set". An override never replaces a value the engine reports:
-// it fills the gap and is marked SourceStatic.
+// it fills the gap and is marked load.SourceStatic.
 type Overrides struct {
 	// KVTotalBlocks is each rank's KV capacity in blocks (--kv-total-blocks).
 	KVTotalBlocks int64
@@ -50,8 +52,8 @@ func (o Overrides) validate() error {
 // apply returns ranks with the ranks [0, dpSize) added where missing and
 // the static values filled in where the engine's are unknown, sorted by
 // rank. ranks is not modified.
-func (o Overrides) apply(ranks []Rank, dpSize int) []Rank {
-	out := make([]Rank, 0, max(len(ranks), dpSize))
+func (o Overrides) apply(ranks []load.Rank, dpSize int) []load.Rank {
+	out := make([]load.Rank, 0, max(len(ranks), dpSize))
 	out = append(out, ranks...)
 	have := make(map[int]bool, len(ranks))
 	for _, r := range ranks {
@@ -59,7 +61,7 @@ func (o Overrides) apply(ranks []Rank, dpSize int) []Rank {
 	}
 	for id := range dpSize {
 		if !have[id] {
-			out = append(out, Rank{DPRank: id})
+			out = append(out, load.Rank{DPRank: id})
 		}
 	}
 	sortRanks(out)
@@ -68,7 +70,7 @@ func (o Overrides) apply(ranks []Rank, dpSize int) []Rank {
 		fill(&r.KVTotalBlocks, o.KVTotalBlocks)
 		fill(&r.BlockSize, o.BlockSize)
 		fill(&r.MaxNumBatchedTokens, o.MaxNumBatchedTokens)
-		if r.KVUsedBlocks.Known() && r.KVTotalBlocks.Source == SourceStatic && r.KVUsedBlocks.N > r.KVTotalBlocks.N {
+		if r.KVUsedBlocks.Known() && r.KVTotalBlocks.Source == load.SourceStatic && r.KVUsedBlocks.N > r.KVTotalBlocks.N {
 			// A static total below what the engine reports in use is wrong;
 			// trust the engine and keep used ≤ total.
 			r.KVTotalBlocks = fromStatic(r.KVUsedBlocks.N)
@@ -78,7 +80,7 @@ func (o Overrides) apply(ranks []Rank, dpSize int) []Rank {
 }
 
 // fill sets *v to the static n when n is set and *v unknown.
-func fill(v *Value, n int64) {
+func fill(v *load.Value, n int64) {
 	if n > 0 && !v.Known() {
 		*v = fromStatic(n)
 	}

@@ -1,4 +1,4 @@
-package load
+package scrape
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/slotgate/slotgate/load"
 )
 
 // vLLM's metric names (vllm/v1/metrics/loggers.py), matched exactly: a
@@ -45,11 +47,11 @@ type vllmRank struct {
 //     int(KVTotalBlocks × vllm:kv_cache_usage_perc), the fraction clamped
 //     to [0, 1] (vllm:gpu_cache_usage_perc when the new name is absent).
 //
-// PrefillTokens and MaxNumBatchedTokens are never known: vLLM does not
-// export them. A label "None" (vLLM before its KV cache is sized) leaves
+// ActivePrefillTokens and MaxNumBatchedTokens are never known: vLLM does
+// not export them. A label "None" (vLLM before its KV cache is sized) leaves
 // the value unknown. It fails on text that is not the Prometheus text
 // format, a non-integer engine label, or a negative or non-finite value.
-func ParseVLLM(r io.Reader, dataParallelSize int) ([]Rank, error) {
+func ParseVLLM(r io.Reader, dataParallelSize int) ([]load.Rank, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
@@ -146,7 +148,7 @@ func vllmCache(fam *dto.MetricFamily, get func(*dto.Metric) (*vllmRank, error)) 
 
 // vllmRanks turns the raw values into Ranks, dividing num_gpu_blocks by
 // dataParallelSize or, when 0, by the engines that reported it.
-func vllmRanks(raw map[int]*vllmRank, dataParallelSize int) []Rank {
+func vllmRanks(raw map[int]*vllmRank, dataParallelSize int) []load.Rank {
 	divisor := int64(dataParallelSize)
 	if divisor <= 0 {
 		for _, vr := range raw {
@@ -155,9 +157,9 @@ func vllmRanks(raw map[int]*vllmRank, dataParallelSize int) []Rank {
 			}
 		}
 	}
-	out := make([]Rank, 0, len(raw))
+	out := make([]load.Rank, 0, len(raw))
 	for id, vr := range raw {
-		r := Rank{
+		r := load.Rank{
 			DPRank: id, NumRequestsRunning: engineIfPresent(vr.running),
 			NumRequestsWaiting: engineIfPresent(vr.waiting), BlockSize: engineIfPresent(vr.blockSize),
 		}

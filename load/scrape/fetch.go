@@ -1,4 +1,4 @@
-package load
+package scrape
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/slotgate/slotgate/load"
 )
 
 // The engines' load endpoints.
@@ -27,7 +29,7 @@ const (
 
 // fetch makes one scrape of the active dialect, detecting it first when
 // there is none yet, and returns the engine's ranks (no overrides).
-func (s *Scraper) fetch(ctx context.Context) ([]Rank, error) {
+func (s *Scraper) fetch(ctx context.Context) ([]load.Rank, error) {
 	if s.active == "" {
 		d, body, err := s.detect(ctx)
 		if err != nil {
@@ -49,7 +51,7 @@ func (s *Scraper) fetch(ctx context.Context) ([]Rank, error) {
 }
 
 // parse turns the body of the active dialect's endpoint into ranks.
-func (s *Scraper) parse(ctx context.Context, body []byte) ([]Rank, error) {
+func (s *Scraper) parse(ctx context.Context, body []byte) ([]load.Rank, error) {
 	switch s.active {
 	case DialectVLLM:
 		return ParseVLLM(bytes.NewReader(body), s.overrides.DataParallelSize)
@@ -63,14 +65,14 @@ func (s *Scraper) parse(ctx context.Context, body []byte) ([]Rank, error) {
 		s.trtRanks = mergeRanks(s.trtRanks, ranks)
 		return s.trtRanks, nil
 	}
-	return nil, fmt.Errorf("load: no parser for dialect %q", s.active)
+	return nil, fmt.Errorf("scrape: no parser for dialect %q", s.active)
 }
 
 // mergeRanks returns old with each rank of updates replacing its own, and
 // ranks new in updates added: TensorRT-LLM's drained endpoint only lists
 // the ranks that ran an iteration since the last read.
-func mergeRanks(old, updates []Rank) []Rank {
-	out := make([]Rank, 0, len(old)+len(updates))
+func mergeRanks(old, updates []load.Rank) []load.Rank {
+	out := make([]load.Rank, 0, len(old)+len(updates))
 	byRank := make(map[int]bool, len(updates))
 	for _, r := range updates {
 		byRank[r.DPRank] = true
@@ -87,7 +89,7 @@ func mergeRanks(old, updates []Rank) []Rank {
 
 // parseSGLang parses /v1/loads with the page size, asking the server for
 // it (and max_prefill_tokens) on the first scrape.
-func (s *Scraper) parseSGLang(ctx context.Context, body []byte) ([]Rank, error) {
+func (s *Scraper) parseSGLang(ctx context.Context, body []byte) ([]load.Rank, error) {
 	if !s.sglangDone && (s.overrides.BlockSize == 0 || s.overrides.MaxNumBatchedTokens == 0) {
 		s.sglangDone = true
 		s.sglang = s.sglangInfo(ctx)

@@ -1,4 +1,4 @@
-package load_test
+package scrape_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/load"
+	"github.com/slotgate/slotgate/load/scrape"
 	"github.com/slotgate/slotgate/sim"
 )
 
@@ -52,19 +53,19 @@ var simOpts = sim.Options{MaxNumSeqs: 2, DataParallelSize: 2, NumGPUBlocks: 1000
 func TestSimDialects(t *testing.T) {
 	for _, tt := range []struct {
 		dialect sim.Dialect
-		want    load.Dialect
+		want    scrape.Dialect
 		speedup float64
 	}{
-		{sim.DialectVLLM, load.DialectVLLM, 1e-6},
-		{sim.DialectSGLang, load.DialectSGLang, 1e-6},
-		{sim.DialectTRTLLM, load.DialectTRTLLM, 1},
+		{sim.DialectVLLM, scrape.DialectVLLM, 1e-6},
+		{sim.DialectSGLang, scrape.DialectSGLang, 1e-6},
+		{sim.DialectTRTLLM, scrape.DialectTRTLLM, 1},
 	} {
 		t.Run(string(tt.dialect), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				o := simOpts
 				o.SpeedupRatio = tt.speedup
 				eng, h := simEngine(t, tt.dialect, o, 5)
-				s := newScraper(t, load.DialectAuto, handlerTransport{h}, load.Overrides{}, nil)
+				s := newScraper(t, scrape.DialectAuto, handlerTransport{h}, scrape.Overrides{}, nil)
 				time.Sleep(50 * time.Millisecond) // TensorRT-LLM: a few steps done
 				startScraper(t, s)
 				synctest.Wait()
@@ -78,7 +79,7 @@ func TestSimDialects(t *testing.T) {
 	}
 }
 
-func checkSim(t *testing.T, d load.Dialect, got []load.Rank, st sim.Stats) {
+func checkSim(t *testing.T, d scrape.Dialect, got []load.Rank, st sim.Stats) {
 	t.Helper()
 	checkSane(t, got)
 	if len(got) != len(st.Ranks) {
@@ -90,7 +91,7 @@ func checkSim(t *testing.T, d load.Dialect, got []load.Rank, st sim.Stats) {
 			t.Fatalf("engine rank %d: running %d, waiting %d; the test wants 2 and %d", i, rs.Running, rs.Waiting, 1-i)
 		}
 		total := int64(rs.UsableBlocks) // SGLang and TensorRT-LLM report the usable pool
-		if d == load.DialectVLLM {
+		if d == scrape.DialectVLLM {
 			total = int64(rs.NumGPUBlocks) // Dynamo's total counts vLLM's null block
 		}
 		want := load.Rank{
@@ -98,15 +99,15 @@ func checkSim(t *testing.T, d load.Dialect, got []load.Rank, st sim.Stats) {
 			NumRequestsRunning: e(int64(rs.Running)), NumRequestsWaiting: e(int64(rs.Waiting)), BlockSize: e(int64(rs.BlockSize)),
 		}
 		switch d {
-		case load.DialectSGLang:
-			want.PrefillTokens = e(int64(rs.WaitingTokens))
-		case load.DialectTRTLLM:
+		case scrape.DialectSGLang:
+			want.ActivePrefillTokens = e(int64(rs.WaitingTokens))
+		case scrape.DialectTRTLLM:
 			want.MaxNumBatchedTokens = e(int64(rs.MaxNumBatchedTokens))
-			want.PrefillTokens = r.PrefillTokens // depends on the step; checked below
+			want.ActivePrefillTokens = r.ActivePrefillTokens // depends on the step; checked below
 			if u := r.KVUsedBlocks.N; u <= int64(rs.UsedBlocks) && u >= int64(rs.UsedBlocks-rs.Running) {
 				want.KVUsedBlocks = r.KVUsedBlocks
 			}
-			if !r.PrefillTokens.Known() {
+			if !r.ActivePrefillTokens.Known() {
 				t.Errorf("rank %d: prefill tokens unknown", i)
 			}
 		}
@@ -136,9 +137,9 @@ func TestSimVLLMOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	got, err := load.ParseVLLM(resp.Body, 0)
+	got, err := scrape.ParseVLLM(resp.Body, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkSim(t, load.DialectVLLM, got, eng.Stats())
+	checkSim(t, scrape.DialectVLLM, got, eng.Stats())
 }

@@ -1,10 +1,10 @@
-package load_test
+package scrape_test
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/slotgate/slotgate/load"
+	"github.com/slotgate/slotgate/load/scrape"
 )
 
 // The fuzz targets check that no input makes a parser panic, and that a
@@ -17,7 +17,7 @@ func FuzzParseVLLM(f *testing.F) {
 	f.Add([]byte("vllm:kv_cache_usage_perc{engine=\"0\"} 1e308\nvllm:cache_config_info{engine=\"0\",num_gpu_blocks=\"9223372036854775807\"} 1\n"), uint8(3))
 	f.Add([]byte("vllm:num_requests_running{engine=\"65535\"} +Inf\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, dp uint8) {
-		ranks, err := load.ParseVLLM(bytes.NewReader(data), int(dp))
+		ranks, err := scrape.ParseVLLM(bytes.NewReader(data), int(dp))
 		if err == nil {
 			checkSane(t, ranks)
 		}
@@ -31,7 +31,7 @@ func FuzzParseSGLang(f *testing.F) {
 	f.Add([]byte(`{"loads":[{"dp_rank":3,"num_used_tokens":9223372036854775807,"max_total_num_tokens":5}]}`), int64(7))
 	f.Add([]byte(`{"loads":[{"num_total_tokens":-9223372036854775808,"num_used_tokens":1}]}`), int64(-1))
 	f.Fuzz(func(t *testing.T, data []byte, page int64) {
-		ranks, err := load.ParseSGLang(bytes.NewReader(data), page)
+		ranks, err := scrape.ParseSGLang(bytes.NewReader(data), page)
 		if err == nil {
 			checkSane(t, ranks)
 		}
@@ -45,7 +45,7 @@ func FuzzParseTRTLLM(f *testing.F) {
 	f.Add([]byte(`[{"inflightBatchingStats":{"numCtxTokens":9223372036854775807,"numQueuedCtxTokens":9223372036854775807}}]`))
 	f.Add([]byte(`[{"iter":2,"attentionDpRank":1},{"iter":1,"attentionDpRank":1,"numActiveRequests":3}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ranks, err := load.ParseTRTLLM(bytes.NewReader(data))
+		ranks, err := scrape.ParseTRTLLM(bytes.NewReader(data))
 		if err == nil {
 			checkSane(t, ranks)
 		}

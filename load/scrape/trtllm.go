@@ -1,9 +1,11 @@
-package load
+package scrape
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/slotgate/slotgate/load"
 )
 
 // trtIteration is the part of one TensorRT-LLM iteration-stats object that
@@ -41,7 +43,7 @@ type trtInflight struct {
 //     numQueuedRequests;
 //   - KVTotalBlocks, KVUsedBlocks and BlockSize from kvCacheStats'
 //     maxNumBlocks, usedNumBlocks and tokensPerBlock;
-//   - PrefillTokens from inflightBatchingStats' numCtxTokens +
+//   - ActivePrefillTokens from inflightBatchingStats' numCtxTokens +
 //     numQueuedCtxTokens (either may be missing; both missing: unknown);
 //   - MaxNumBatchedTokens from maxNumTokensRuntime when positive.
 //
@@ -49,7 +51,7 @@ type trtInflight struct {
 // the last read", and ParseTRTLLM returns no ranks and no error; the
 // caller keeps the values it had. It fails on a body that is not a JSON
 // array of objects, or on a negative count or used > total blocks.
-func ParseTRTLLM(r io.Reader) ([]Rank, error) {
+func ParseTRTLLM(r io.Reader) ([]load.Rank, error) {
 	var iters []trtIteration
 	if err := json.NewDecoder(r).Decode(&iters); err != nil {
 		return nil, fmt.Errorf("parse trtllm iteration stats: %w", err)
@@ -67,7 +69,7 @@ func ParseTRTLLM(r io.Reader) ([]Rank, error) {
 			latest[rank] = i
 		}
 	}
-	out := make([]Rank, 0, len(latest))
+	out := make([]load.Rank, 0, len(latest))
 	for rank, i := range latest {
 		out = append(out, trtRank(rank, iters[i]))
 	}
@@ -86,8 +88,8 @@ func iterOf(it trtIteration) int64 {
 	return *it.Iter
 }
 
-func trtRank(rank int, it trtIteration) Rank {
-	r := Rank{
+func trtRank(rank int, it trtIteration) load.Rank {
+	r := load.Rank{
 		DPRank: rank, NumRequestsRunning: engineIfPresent(it.NumActiveRequests),
 		NumRequestsWaiting: engineIfPresent(it.NumQueuedRequests), MaxNumBatchedTokens: positive(it.MaxNumTokensRuntime),
 	}
@@ -107,7 +109,7 @@ func trtRank(rank int, it trtIteration) Rank {
 				n += *p
 			}
 		}
-		r.PrefillTokens = fromEngine(n)
+		r.ActivePrefillTokens = fromEngine(n)
 	}
 	return r
 }

@@ -1,4 +1,4 @@
-package load_test
+package scrape_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/slotgate/slotgate/load"
+	"github.com/slotgate/slotgate/load/scrape"
 )
 
 func TestParseVLLM(t *testing.T) {
@@ -47,7 +48,7 @@ vllm:cache_config_info{block_size="16",engine="0",num_gpu_blocks="100"} 1
 			if tt.file != "" {
 				in = body(t, tt.file)
 			}
-			got, err := load.ParseVLLM(strings.NewReader(in), tt.dp)
+			got, err := scrape.ParseVLLM(strings.NewReader(in), tt.dp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +68,7 @@ func TestParseVLLMErrors(t *testing.T) {
 		`vllm:kv_cache_usage_perc{engine="0"} -0.1` + "\n",
 		`vllm:cache_config_info{engine="0",num_gpu_blocks="-5"} 1` + "\n",
 	} {
-		if got, err := load.ParseVLLM(strings.NewReader(in), 0); err == nil {
+		if got, err := scrape.ParseVLLM(strings.NewReader(in), 0); err == nil {
 			t.Errorf("ParseVLLM(%q) = %+v, want an error", in, got)
 		}
 	}
@@ -80,20 +81,20 @@ func TestParseSGLang(t *testing.T) {
 		want       []load.Rank
 	}{
 		{"page 16, ranks sorted", "sglang_loads_dp2.json", 16, []load.Rank{
-			{DPRank: 0, KVTotalBlocks: e(25600), KVUsedBlocks: e(12501), NumRequestsRunning: e(31), NumRequestsWaiting: e(9), PrefillTokens: e(14000)},
-			{DPRank: 1, KVTotalBlocks: e(25600), KVUsedBlocks: e(514), NumRequestsRunning: e(4), NumRequestsWaiting: e(0), PrefillTokens: e(0)},
+			{DPRank: 0, KVTotalBlocks: e(25600), KVUsedBlocks: e(12501), NumRequestsRunning: e(31), NumRequestsWaiting: e(9), ActivePrefillTokens: e(14000)},
+			{DPRank: 1, KVTotalBlocks: e(25600), KVUsedBlocks: e(514), NumRequestsRunning: e(4), NumRequestsWaiting: e(0), ActivePrefillTokens: e(0)},
 		}},
 		{"page unknown: no KV blocks", "sglang_loads_dp2.json", 0, []load.Rank{
-			{DPRank: 0, NumRequestsRunning: e(31), NumRequestsWaiting: e(9), PrefillTokens: e(14000)},
-			{DPRank: 1, NumRequestsRunning: e(4), NumRequestsWaiting: e(0), PrefillTokens: e(0)},
+			{DPRank: 0, NumRequestsRunning: e(31), NumRequestsWaiting: e(9), ActivePrefillTokens: e(14000)},
+			{DPRank: 1, NumRequestsRunning: e(4), NumRequestsWaiting: e(0), ActivePrefillTokens: e(0)},
 		}},
 		{"older server: prefill from total − used", "sglang_loads_old.json", 1, []load.Rank{
-			{DPRank: 0, KVTotalBlocks: e(59902), KVUsedBlocks: e(640), NumRequestsRunning: e(2), NumRequestsWaiting: e(1), PrefillTokens: e(512)},
+			{DPRank: 0, KVTotalBlocks: e(59902), KVUsedBlocks: e(640), NumRequestsRunning: e(2), NumRequestsWaiting: e(1), ActivePrefillTokens: e(512)},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := load.ParseSGLang(bytes.NewReader(readFile(t, tt.file)), tt.page)
+			got, err := scrape.ParseSGLang(bytes.NewReader(readFile(t, tt.file)), tt.page)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,22 +104,22 @@ func TestParseSGLang(t *testing.T) {
 	}
 	for _, in := range []string{`{}`, `[]`, `{"loads":[{"dp_rank":0},{"dp_rank":0}]}`,
 		`{"loads":[{"num_running_reqs":-1}]}`, `{"loads":[{"dp_rank":-2}]}`, `{"loads":`} {
-		if got, err := load.ParseSGLang(strings.NewReader(in), 16); err == nil {
+		if got, err := scrape.ParseSGLang(strings.NewReader(in), 16); err == nil {
 			t.Errorf("ParseSGLang(%q) = %+v, want an error", in, got)
 		}
 	}
 }
 
 func TestParseSGLangInfo(t *testing.T) {
-	info, err := load.ParseSGLangServerInfo(bytes.NewReader(readFile(t, "sglang_server_info.json")))
-	if err != nil || info != (load.SGLangInfo{PageSize: e(16), MaxPrefillTokens: e(16384)}) {
+	info, err := scrape.ParseSGLangServerInfo(bytes.NewReader(readFile(t, "sglang_server_info.json")))
+	if err != nil || info != (scrape.SGLangInfo{PageSize: e(16), MaxPrefillTokens: e(16384)}) {
 		t.Errorf("ParseSGLangServerInfo = %+v, %v", info, err)
 	}
 	for _, in := range []string{
 		"sglang:page_size{dp_rank=\"0\"} 32\n",
 		"sglang:cache_config_info{num_pages=\"100\",page_size=\"32\"} 1\n",
 	} {
-		info, err := load.ParseSGLangMetrics(strings.NewReader(in))
+		info, err := scrape.ParseSGLangMetrics(strings.NewReader(in))
 		if err != nil || info.PageSize != e(32) {
 			t.Errorf("ParseSGLangMetrics(%q) = %+v, %v; want page size 32", in, info, err)
 		}
@@ -132,19 +133,19 @@ func TestParseTRTLLM(t *testing.T) {
 	}{
 		{"attention DP: the latest iteration of each rank", "trtllm_iterations_dp2.json", []load.Rank{
 			{DPRank: 0, KVTotalBlocks: e(4592), KVUsedBlocks: e(533), NumRequestsRunning: e(7), NumRequestsWaiting: e(1),
-				PrefillTokens: e(3000), MaxNumBatchedTokens: e(8192), BlockSize: e(32)},
+				ActivePrefillTokens: e(3000), MaxNumBatchedTokens: e(8192), BlockSize: e(32)},
 			{DPRank: 1, KVTotalBlocks: e(4592), KVUsedBlocks: e(102), NumRequestsRunning: e(3), NumRequestsWaiting: e(0),
-				PrefillTokens: e(0), MaxNumBatchedTokens: e(8192), BlockSize: e(32)},
+				ActivePrefillTokens: e(0), MaxNumBatchedTokens: e(8192), BlockSize: e(32)},
 		}},
 		{"TensorRT backend: no rank, no queued fields, runtime budget 0", "trtllm_tensorrt_backend.json", []load.Rank{
 			{DPRank: 0, KVTotalBlocks: e(12000), KVUsedBlocks: e(10), NumRequestsRunning: e(2), NumRequestsWaiting: e(0),
-				PrefillTokens: e(0), BlockSize: e(64)},
+				ActivePrefillTokens: e(0), BlockSize: e(64)},
 		}},
 		{"drained: no iterations, no ranks", "trtllm_empty.json", []load.Rank{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := load.ParseTRTLLM(bytes.NewReader(readFile(t, tt.file)))
+			got, err := scrape.ParseTRTLLM(bytes.NewReader(readFile(t, tt.file)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,14 +155,14 @@ func TestParseTRTLLM(t *testing.T) {
 	}
 	for _, in := range []string{`{}`, `[1]`, `[{"numActiveRequests":-1}]`, `[{"attentionDpRank":-1}]`,
 		`[{"kvCacheStats":{"maxNumBlocks":10,"usedNumBlocks":11}}]`, `[{"inflightBatchingStats":{"numCtxTokens":-4,"numQueuedCtxTokens":9}}]`} {
-		if got, err := load.ParseTRTLLM(strings.NewReader(in)); err == nil {
+		if got, err := scrape.ParseTRTLLM(strings.NewReader(in)); err == nil {
 			t.Errorf("ParseTRTLLM(%q) = %+v, want an error", in, got)
 		}
 	}
 }
 
 func TestParseErrorsWrapNothingSecret(t *testing.T) {
-	_, err := load.ParseTRTLLM(strings.NewReader(`[{"kvCacheStats":{"maxNumBlocks":1,"usedNumBlocks":2}}]`))
+	_, err := scrape.ParseTRTLLM(strings.NewReader(`[{"kvCacheStats":{"maxNumBlocks":1,"usedNumBlocks":2}}]`))
 	if err == nil || !strings.Contains(err.Error(), "1 KV blocks") || errors.Unwrap(err) == nil {
 		t.Errorf("error %v: want it to name the values and wrap its cause", err)
 	}

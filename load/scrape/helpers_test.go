@@ -1,4 +1,4 @@
-package load_test
+package scrape_test
 
 import (
 	"context"
@@ -36,13 +36,16 @@ func checkSane(t *testing.T, ranks []load.Rank) {
 			t.Fatalf("ranks not sorted and unique: %+v", ranks)
 		}
 		for _, v := range []load.Value{r.KVTotalBlocks, r.KVUsedBlocks, r.NumRequestsRunning, r.NumRequestsWaiting,
-			r.PrefillTokens, r.MaxNumBatchedTokens, r.BlockSize} {
+			r.ActivePrefillTokens, r.MaxNumBatchedTokens, r.BlockSize} {
 			if v.Known() && v.N < 0 {
 				t.Fatalf("negative value in %+v", r)
 			}
 		}
 		if r.KVUsedBlocks.Known() && r.KVTotalBlocks.Known() && r.KVUsedBlocks.N > r.KVTotalBlocks.N {
 			t.Fatalf("used > total in %+v", r)
+		}
+		if r.ActiveDecodeBlocks.Known() || r.Flights.Known() {
+			t.Fatalf("a value only slotgate knows is set in %+v", r)
 		}
 	}
 }

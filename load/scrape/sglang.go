@@ -1,4 +1,4 @@
-package load
+package scrape
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/slotgate/slotgate/load"
 )
 
 // sglangLoads is the part of SGLang's GET /v1/loads answer that slotgate
@@ -35,9 +37,9 @@ type sglangRank struct {
 //
 //   - NumRequestsRunning and NumRequestsWaiting from num_running_reqs and
 //     num_waiting_reqs;
-//   - PrefillTokens from num_waiting_uncached_tokens, or, from servers
-//     without it, num_total_tokens − num_used_tokens (which counts prefix
-//     cache hits too);
+//   - ActivePrefillTokens from num_waiting_uncached_tokens, or, from
+//     servers without it, num_total_tokens − num_used_tokens (which counts
+//     prefix cache hits too);
 //   - with pageSize > 0 (SGLang's page size, which /v1/loads does not
 //     carry), KVTotalBlocks = max_total_num_tokens ÷ pageSize, rounded
 //     down, and KVUsedBlocks = num_used_tokens ÷ pageSize, rounded up and
@@ -46,7 +48,7 @@ type sglangRank struct {
 // BlockSize and MaxNumBatchedTokens are left to the caller. It fails on a
 // body that is not a JSON object with a loads array, a repeated dp_rank,
 // or a negative count.
-func ParseSGLang(r io.Reader, pageSize int64) ([]Rank, error) {
+func ParseSGLang(r io.Reader, pageSize int64) ([]load.Rank, error) {
 	var body sglangLoads
 	if err := json.NewDecoder(r).Decode(&body); err != nil {
 		return nil, fmt.Errorf("parse sglang loads: %w", err)
@@ -54,11 +56,11 @@ func ParseSGLang(r io.Reader, pageSize int64) ([]Rank, error) {
 	if body.Loads == nil {
 		return nil, errors.New("parse sglang loads: no loads array")
 	}
-	out := make([]Rank, 0, len(*body.Loads))
+	out := make([]load.Rank, 0, len(*body.Loads))
 	for i, l := range *body.Loads {
-		r := Rank{
+		r := load.Rank{
 			DPRank: i, NumRequestsRunning: engineIfPresent(l.NumRunningReqs),
-			NumRequestsWaiting: engineIfPresent(l.NumWaitingReqs), PrefillTokens: sglangPrefill(l),
+			NumRequestsWaiting: engineIfPresent(l.NumWaitingReqs), ActivePrefillTokens: sglangPrefill(l),
 		}
 		if l.DPRank != nil {
 			if *l.DPRank < 0 || *l.DPRank >= maxDPRank {
@@ -84,24 +86,24 @@ func ParseSGLang(r io.Reader, pageSize int64) ([]Rank, error) {
 
 // sglangPrefill is the tokens waiting for prefill, unknown when the server
 // reports neither form.
-func sglangPrefill(l sglangRank) Value {
+func sglangPrefill(l sglangRank) load.Value {
 	if l.NumWaitingUncachedTokens != nil {
 		return fromEngine(*l.NumWaitingUncachedTokens)
 	}
 	if l.NumTotalTokens != nil && l.NumUsedTokens != nil && *l.NumTotalTokens >= *l.NumUsedTokens {
 		return fromEngine(*l.NumTotalTokens - *l.NumUsedTokens)
 	}
-	return Value{}
+	return load.Value{}
 }
 
 // SGLangInfo is what slotgate learns once about an SGLang server, besides
 // its loads.
 type SGLangInfo struct {
 	// PageSize is the tokens per KV page (SGLang's block size).
-	PageSize Value
+	PageSize load.Value
 	// MaxPrefillTokens is --max-prefill-tokens, the value Dynamo maps to
 	// max_num_batched_tokens.
-	MaxPrefillTokens Value
+	MaxPrefillTokens load.Value
 }
 
 // ParseSGLangServerInfo reads SGLang's GET /server_info JSON (ServerArgs
@@ -148,9 +150,9 @@ func ParseSGLangMetrics(r io.Reader) (SGLangInfo, error) {
 }
 
 // positive is an engine value for *p > 0, unknown otherwise.
-func positive(p *int64) Value {
+func positive(p *int64) load.Value {
 	if p == nil || *p <= 0 {
-		return Value{}
+		return load.Value{}
 	}
 	return fromEngine(*p)
 }

@@ -1,4 +1,4 @@
-package load
+package scrape
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotgate/slotgate/load"
 )
 
-// Defaults applied by NewScraper to zero Options fields.
+// Defaults applied by New to zero Options fields.
 const (
 	DefaultInterval = 200 * time.Millisecond
 	DefaultTimeout  = time.Second
@@ -33,14 +35,18 @@ type Options struct {
 	Interval time.Duration
 	// Timeout bounds one scrape (all its requests); 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Client sends the requests; nil means a client with
-	// http.DefaultTransport.
+	// Client sends the requests; nil means a client with a transport of
+	// its own that never goes through an environment proxy. slotgate
+	// gives the engine client's (engine.Client.HTTPClient).
 	Client *http.Client
 	// Overrides fill what the engine does not export.
 	Overrides Overrides
-	// OnUpdate, when set, is called from Run's goroutine after each scrape
-	// stored a snapshot, successful or not. It must not block.
-	OnUpdate func()
+	// OnChange, when set, is called from Run's goroutine after each scrape
+	// stored a new snapshot, successful or not (a success moves At, a
+	// failure counts itself), so the snapshot changed even when the
+	// engine's figures did not; the reader decides whether that is news.
+	// It must not block: it runs on the scrape loop.
+	OnChange func()
 	// Logger receives the state changes: the dialect detected, the
 	// snapshot turning stale, and fresh again; nil means none. Nothing is
 	// logged per scrape.
@@ -57,22 +63,22 @@ type Scraper struct {
 	client    *http.Client
 	overrides Overrides
 	log       *slog.Logger
-	onUpdate  func()
+	onChange  func()
 
 	snap    atomic.Pointer[EngineLoad] // never nil; immutable once stored
 	running atomic.Bool
 
 	// Owned by Run's goroutine.
-	active     Dialect    // the dialect in use; "" until auto detection succeeds
-	trtRanks   []Rank     // TensorRT-LLM: the last values of each rank seen
-	sglang     SGLangInfo // SGLang: page size and max prefill tokens
-	sglangDone bool       // SGLang: the info was asked for once
+	active     Dialect     // the dialect in use; "" until auto detection succeeds
+	trtRanks   []load.Rank // TensorRT-LLM: the last values of each rank seen
+	sglang     SGLangInfo  // SGLang: page size and max prefill tokens
+	sglangDone bool        // SGLang: the info was asked for once
 }
 
-// NewScraper validates opts, applies the defaults, and returns a Scraper
+// New validates opts, applies the defaults, and returns a Scraper
 // whose snapshot holds the static values only. It starts nothing. It
 // fails with every problem in opts, joined.
-func NewScraper(opts Options) (*Scraper, error) {
+func New(opts Options) (*Scraper, error) {
 	if opts.Dialect == "" {
 		opts.Dialect = DialectAuto
 	}
@@ -82,13 +88,15 @@ func NewScraper(opts Options) (*Scraper, error) {
 	s := &Scraper{
 		base: opts.EngineURL, dialect: opts.Dialect, interval: cmpOr(opts.Interval, DefaultInterval),
 		timeout: cmpOr(opts.Timeout, DefaultTimeout), client: opts.Client, overrides: opts.Overrides, log: opts.Logger,
-		onUpdate: opts.OnUpdate,
+		onChange: opts.OnChange,
 	}
-	if s.onUpdate == nil {
-		s.onUpdate = func() {}
+	if s.onChange == nil {
+		s.onChange = func() {}
 	}
 	if s.client == nil {
-		s.client = &http.Client{}
+		// A Transport of its own, not http.DefaultTransport: the engine
+		// is beside us, never behind an environment proxy.
+		s.client = &http.Client{Transport: &http.Transport{}}
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -106,18 +114,18 @@ func NewScraper(opts Options) (*Scraper, error) {
 func validate(opts Options) error {
 	var errs []error
 	if !slices.Contains(Dialects(), opts.Dialect) {
-		errs = append(errs, fmt.Errorf("load: unknown dialect %q (want one of %v)", opts.Dialect, Dialects()))
+		errs = append(errs, fmt.Errorf("scrape: unknown dialect %q (want one of %v)", opts.Dialect, Dialects()))
 	}
 	if opts.Dialect != DialectNone {
 		if u := opts.EngineURL; u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("load: EngineURL must be an http or https URL with a host, got %v", u))
+			errs = append(errs, fmt.Errorf("scrape: EngineURL must be an http or https URL with a host, got %v", u))
 		}
 	}
 	if opts.Interval < 0 || opts.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("load: Interval and Timeout must not be negative, got %v and %v", opts.Interval, opts.Timeout))
+		errs = append(errs, fmt.Errorf("scrape: Interval and Timeout must not be negative, got %v and %v", opts.Interval, opts.Timeout))
 	}
 	if err := opts.Overrides.validate(); err != nil {
-		errs = append(errs, fmt.Errorf("load: %w", err))
+		errs = append(errs, fmt.Errorf("scrape: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -139,7 +147,7 @@ func (s *Scraper) Load() EngineLoad { return s.snap.Load().clone() }
 // ctx. Run may be called once; a second call fails at once.
 func (s *Scraper) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
-		return errors.New("load: Scraper.Run called twice")
+		return errors.New("scrape: Scraper.Run called twice")
 	}
 	if s.dialect == DialectNone {
 		<-ctx.Done()
@@ -147,6 +155,9 @@ func (s *Scraper) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
+	// Leave no idle keep-alive connection (and its goroutines) behind
+	// once scraping ends.
+	defer s.client.CloseIdleConnections()
 	for {
 		s.scrape(ctx)
 		select {
@@ -171,11 +182,11 @@ func (s *Scraper) scrape(ctx context.Context) {
 	} else {
 		s.succeed(ranks)
 	}
-	s.onUpdate()
+	s.onChange()
 }
 
 // succeed stores a fresh snapshot of ranks, the overrides applied.
-func (s *Scraper) succeed(ranks []Rank) {
+func (s *Scraper) succeed(ranks []load.Rank) {
 	prev := s.snap.Load()
 	if prev.Stale {
 		s.log.Info("engine metrics fresh again", "dialect", string(s.active), "failed_scrapes", prev.FailedScrapes)

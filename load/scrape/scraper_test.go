@@ -1,4 +1,4 @@
-package load_test
+package scrape_test
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/load"
+	"github.com/slotgate/slotgate/load/scrape"
 )
 
 // startScraper runs sc.Run until the test ends; call inside a bubble.
-func startScraper(t *testing.T, sc *load.Scraper) {
+func startScraper(t *testing.T, sc *scrape.Scraper) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -26,15 +27,15 @@ func startScraper(t *testing.T, sc *load.Scraper) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
-func newScraper(t *testing.T, d load.Dialect, rt http.RoundTripper, o load.Overrides, log *logs) *load.Scraper {
+func newScraper(t *testing.T, d scrape.Dialect, rt http.RoundTripper, o scrape.Overrides, log *logs) *scrape.Scraper {
 	t.Helper()
-	opts := load.Options{
+	opts := scrape.Options{
 		EngineURL: mustURL(t, "http://engine.test:8000"), Dialect: d, Client: &http.Client{Transport: rt}, Overrides: o,
 	}
 	if log != nil {
 		opts.Logger = slog.New(log)
 	}
-	sc, err := load.NewScraper(opts)
+	sc, err := scrape.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,20 +50,20 @@ func TestStaleAfterThreeFailures(t *testing.T) {
 		sc := &script{}
 		sc.push("/metrics", body(t, "vllm_dp2.txt"))
 		log := &logs{}
-		s := newScraper(t, load.DialectVLLM, sc, load.Overrides{}, log)
+		s := newScraper(t, scrape.DialectVLLM, sc, scrape.Overrides{}, log)
 		start := time.Now()
 		startScraper(t, s)
 		synctest.Wait()
 		first := s.Load()
-		if first.Stale || !first.At.Equal(start) || len(first.Ranks) != 2 || first.Dialect != load.DialectVLLM {
+		if first.Stale || !first.At.Equal(start) || len(first.Ranks) != 2 || first.Dialect != scrape.DialectVLLM {
 			t.Fatalf("after the first scrape: %+v", first)
 		}
 		sc.setFailing(true)
 		for i := 1; i <= 5; i++ {
-			time.Sleep(load.DefaultInterval)
+			time.Sleep(scrape.DefaultInterval)
 			synctest.Wait()
 			got := s.Load()
-			if wantStale := i >= load.StaleAfter; got.Stale != wantStale || got.FailedScrapes != i {
+			if wantStale := i >= scrape.StaleAfter; got.Stale != wantStale || got.FailedScrapes != i {
 				t.Fatalf("after %d failures: stale %v, failed %d; want stale %v", i, got.Stale, got.FailedScrapes, wantStale)
 			}
 			if !got.At.Equal(start) || !equalSlices(got.Ranks, first.Ranks) || !strings.Contains(got.Err, "connection refused") {
@@ -73,10 +74,10 @@ func TestStaleAfterThreeFailures(t *testing.T) {
 			t.Errorf("logged stale %d times, want once", n)
 		}
 		sc.setFailing(false)
-		time.Sleep(load.DefaultInterval)
+		time.Sleep(scrape.DefaultInterval)
 		synctest.Wait()
 		got := s.Load()
-		if got.Stale || got.FailedScrapes != 0 || got.Err != "" || !got.At.Equal(start.Add(6*load.DefaultInterval)) {
+		if got.Stale || got.FailedScrapes != 0 || got.Err != "" || !got.At.Equal(start.Add(6*scrape.DefaultInterval)) {
 			t.Errorf("after recovery: %+v", got)
 		}
 		if n := log.count("fresh again"); n != 1 {
@@ -92,23 +93,23 @@ func TestTRTLLMDrain(t *testing.T) {
 		sc := &script{}
 		sc.push("/metrics", body(t, "trtllm_iterations_dp2.json"), "[]",
 			`[{"iter":3991,"attentionDpRank":1,"numActiveRequests":0,"numQueuedRequests":0,"kvCacheStats":{"maxNumBlocks":4592,"usedNumBlocks":0,"tokensPerBlock":32}}]`)
-		s := newScraper(t, load.DialectTRTLLM, sc, load.Overrides{}, nil)
+		s := newScraper(t, scrape.DialectTRTLLM, sc, scrape.Overrides{}, nil)
 		startScraper(t, s)
 		synctest.Wait()
 		full := s.Load()
-		time.Sleep(load.DefaultInterval)
+		time.Sleep(scrape.DefaultInterval)
 		synctest.Wait()
 		drained := s.Load()
 		if !equalSlices(drained.Ranks, full.Ranks) || drained.Stale || !drained.At.After(full.At) {
 			t.Fatalf("after []: %+v, want the values of %+v, fresh", drained, full)
 		}
-		time.Sleep(load.DefaultInterval)
+		time.Sleep(scrape.DefaultInterval)
 		synctest.Wait()
 		got := s.Load()
 		if got.Ranks[0] != full.Ranks[0] {
 			t.Errorf("rank 0 changed: %+v, want %+v", got.Ranks[0], full.Ranks[0])
 		}
-		if r := got.Ranks[1]; r.NumRequestsRunning != e(0) || r.KVUsedBlocks != e(0) || r.PrefillTokens.Known() {
+		if r := got.Ranks[1]; r.NumRequestsRunning != e(0) || r.KVUsedBlocks != e(0) || r.ActivePrefillTokens.Known() {
 			t.Errorf("rank 1 = %+v, want its new values", r)
 		}
 	})
@@ -116,11 +117,11 @@ func TestTRTLLMDrain(t *testing.T) {
 
 // TestOverrides: static values fill only what the engine leaves unknown.
 func TestOverrides(t *testing.T) {
-	o := load.Overrides{KVTotalBlocks: 1, BlockSize: 64, MaxNumBatchedTokens: 8192, DataParallelSize: 3}
+	o := scrape.Overrides{KVTotalBlocks: 1, BlockSize: 64, MaxNumBatchedTokens: 8192, DataParallelSize: 3}
 	synctest.Test(t, func(t *testing.T) {
 		sc := &script{}
 		sc.push("/metrics", body(t, "vllm_dp2.txt"))
-		s := newScraper(t, load.DialectVLLM, sc, o, nil)
+		s := newScraper(t, scrape.DialectVLLM, sc, o, nil)
 		startScraper(t, s)
 		synctest.Wait()
 		got := s.Load().Ranks
@@ -134,11 +135,11 @@ func TestOverrides(t *testing.T) {
 		}
 		equalRanks(t, got, want)
 	})
-	none, err := load.NewScraper(load.Options{Dialect: load.DialectNone, Overrides: load.Overrides{KVTotalBlocks: 100}})
+	none, err := scrape.New(scrape.Options{Dialect: scrape.DialectNone, Overrides: scrape.Overrides{KVTotalBlocks: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := none.Load(); got.Dialect != load.DialectNone || len(got.Ranks) != 1 || got.Ranks[0].KVTotalBlocks != st(100) || !got.At.IsZero() {
+	if got := none.Load(); got.Dialect != scrape.DialectNone || len(got.Ranks) != 1 || got.Ranks[0].KVTotalBlocks != st(100) || !got.At.IsZero() {
 		t.Errorf("dialect none: %+v", got)
 	}
 }
@@ -146,7 +147,7 @@ func TestOverrides(t *testing.T) {
 // TestLoadIsACopy: a caller that changes its snapshot changes nobody
 // else's.
 func TestLoadIsACopy(t *testing.T) {
-	s, err := load.NewScraper(load.Options{Dialect: load.DialectNone, Overrides: load.Overrides{DataParallelSize: 2}})
+	s, err := scrape.New(scrape.Options{Dialect: scrape.DialectNone, Overrides: scrape.Overrides{DataParallelSize: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +162,9 @@ func TestAutoUnrecognised(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sc := &script{}
 		sc.push("/metrics", "sglang:num_running_reqs 3\n")
-		s := newScraper(t, load.DialectAuto, sc, load.Overrides{}, nil)
+		s := newScraper(t, scrape.DialectAuto, sc, scrape.Overrides{}, nil)
 		startScraper(t, s)
-		time.Sleep(2 * load.DefaultInterval)
+		time.Sleep(2 * scrape.DefaultInterval)
 		synctest.Wait()
 		got := s.Load()
 		if got.Dialect != "" || got.FailedScrapes != 3 || !got.Stale || !strings.Contains(got.Err, "recognised") {
@@ -172,35 +173,35 @@ func TestAutoUnrecognised(t *testing.T) {
 	})
 }
 
-func TestNewScraperValidates(t *testing.T) {
+func TestNewValidates(t *testing.T) {
 	u := mustURL(t, "http://127.0.0.1:8000")
 	for _, tt := range []struct {
 		name string
-		opts load.Options
+		opts scrape.Options
 		want []string
 	}{
-		{"unknown dialect", load.Options{EngineURL: u, Dialect: "tgi"}, []string{`unknown dialect "tgi"`}},
-		{"no URL", load.Options{}, []string{"EngineURL"}},
-		{"not http", load.Options{EngineURL: mustURL(t, "unix:///run/engine.sock")}, []string{"EngineURL"}},
-		{"every problem at once", load.Options{EngineURL: u, Interval: -1, Overrides: load.Overrides{BlockSize: -16, DataParallelSize: -1}},
+		{"unknown dialect", scrape.Options{EngineURL: u, Dialect: "tgi"}, []string{`unknown dialect "tgi"`}},
+		{"no URL", scrape.Options{}, []string{"EngineURL"}},
+		{"not http", scrape.Options{EngineURL: mustURL(t, "unix:///run/engine.sock")}, []string{"EngineURL"}},
+		{"every problem at once", scrape.Options{EngineURL: u, Interval: -1, Overrides: scrape.Overrides{BlockSize: -16, DataParallelSize: -1}},
 			[]string{"Interval", "BlockSize", "DataParallelSize"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := load.NewScraper(tt.opts)
+			_, err := scrape.New(tt.opts)
 			for _, w := range tt.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("NewScraper: %v, want it to mention %q", err, w)
+					t.Errorf("New: %v, want it to mention %q", err, w)
 				}
 			}
 		})
 	}
-	if _, err := load.NewScraper(load.Options{Dialect: load.DialectNone}); err != nil {
+	if _, err := scrape.New(scrape.Options{Dialect: scrape.DialectNone}); err != nil {
 		t.Errorf("dialect none needs no URL: %v", err)
 	}
 }
 
 func TestRunTwice(t *testing.T) {
-	s, err := load.NewScraper(load.Options{Dialect: load.DialectNone})
+	s, err := scrape.New(scrape.Options{Dialect: scrape.DialectNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,18 +227,18 @@ func equalSlices(a, b []load.Rank) bool {
 	return true
 }
 
-// TestOnUpdateAfterEveryScrape: OnUpdate follows every scrape, failed
+// TestOnChangeAfterEveryScrape: OnChange follows every scrape, failed
 // ones included, after the snapshot is stored.
-func TestOnUpdateAfterEveryScrape(t *testing.T) {
+func TestOnChangeAfterEveryScrape(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sc := &script{}
 		sc.push("/metrics", body(t, "vllm_dp2.txt"))
-		var updates []int // FailedScrapes seen by each OnUpdate
-		var s *load.Scraper
-		s, err := load.NewScraper(load.Options{
-			EngineURL: mustURL(t, "http://engine.test:8000"), Dialect: load.DialectVLLM,
+		var updates []int // FailedScrapes seen by each OnChange
+		var s *scrape.Scraper
+		s, err := scrape.New(scrape.Options{
+			EngineURL: mustURL(t, "http://engine.test:8000"), Dialect: scrape.DialectVLLM,
 			Client:   &http.Client{Transport: sc},
-			OnUpdate: func() { updates = append(updates, s.Load().FailedScrapes) },
+			OnChange: func() { updates = append(updates, s.Load().FailedScrapes) },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -245,10 +246,10 @@ func TestOnUpdateAfterEveryScrape(t *testing.T) {
 		startScraper(t, s)
 		synctest.Wait()
 		sc.setFailing(true)
-		time.Sleep(2 * load.DefaultInterval)
+		time.Sleep(2 * scrape.DefaultInterval)
 		synctest.Wait()
 		if want := []int{0, 1, 2}; !slices.Equal(updates, want) {
-			t.Errorf("OnUpdate saw failed scrapes %v, want %v", updates, want)
+			t.Errorf("OnChange saw failed scrapes %v, want %v", updates, want)
 		}
 	})
 }
@@ -257,8 +258,8 @@ func TestOnUpdateAfterEveryScrape(t *testing.T) {
 // ranks, whatever the dialect, rank 0 carries the static values, so a
 // silent engine still leaves slotgate a block size and a capacity.
 func TestStaticValuesBeforeTheFirstScrape(t *testing.T) {
-	for _, d := range load.Dialects() {
-		s := newScraper(t, d, &script{}, load.Overrides{BlockSize: 16, KVTotalBlocks: 100}, nil)
+	for _, d := range scrape.Dialects() {
+		s := newScraper(t, d, &script{}, scrape.Overrides{BlockSize: 16, KVTotalBlocks: 100}, nil)
 		got := s.Load()
 		if len(got.Ranks) != 1 || got.Ranks[0].DPRank != 0 ||
 			got.Ranks[0].BlockSize != (load.Value{N: 16, Source: load.SourceStatic}) ||

@@ -1,4 +1,4 @@
-package load_test
+package scrape_test
 
 import (
 	"testing"
