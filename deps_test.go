@@ -32,6 +32,7 @@ var (
 	pkgAdmin   = module + "/admin"
 	pkgHealth  = module + "/health"
 	pkgProxy   = module + "/proxy"
+	pkgEngine  = module + "/engine"
 	pkgLimiter = module + "/limiter"
 	pkgCmd     = module + "/cmd"
 	pkgMain    = module + "/cmd/slotgate"
@@ -76,6 +77,13 @@ var rules = []rule{
 	// scrape knows the engine's load: it parses and scrapes, nothing more
 	// (style.md §3).
 	{pkg: "load/scrape", stdlibOnly: true, allow: append([]string{module + "/load"}, loadAllow...)},
+	// The admission core is the same for every protocol: it knows nothing
+	// of HTTP or gRPC (nor of zap, which brings net/http), only the
+	// limiter, the classifier API and slotgate's count of its flights.
+	{pkg: "gate", stdlibOnly: true, allow: []string{pkgLimiter, module + "/admission", module + "/load"},
+		forbid: []string{"net/http", "google.golang.org/grpc", pkgProxy, pkgEngine}},
+	// The HTTP adapter: over the gate and the engine client, never the
+	// wiring, the metrics or the configuration.
 	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, pkgCommand, "github.com/prometheus"}},
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
@@ -243,6 +251,16 @@ func TestRuleCheck(t *testing.T) {
 		{"load/busy", module + "/load", true},
 		{"load/busy", module + "/load/scrape", false},
 		{"load/busy", "github.com/prometheus/common/expfmt", false},
+		{"gate", pkgLimiter, true},
+		{"gate", module + "/load/inflight", true},
+		{"gate", "log/slog", true},
+		{"gate", "net/http", false},
+		{"gate", "net/http/httputil", false},
+		{"gate", "google.golang.org/grpc", false},
+		{"gate", "go.uber.org/zap", false},
+		{"gate", pkgEngine, false},
+		{"engine", "net/http", true},
+		{"engine", pkgLimiter, false},
 		{"proxy", pkgLimiter, true},
 		{"proxy", "go.uber.org/zap", true},
 		{"proxy", pkgConfig, false},

@@ -7,8 +7,8 @@ import (
 	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/admission/policy"
 	"github.com/slotgate/slotgate/config"
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
-	"github.com/slotgate/slotgate/proxy"
 )
 
 // loadPolicy reads the admission policy file, or returns the policy of
@@ -24,7 +24,7 @@ func loadPolicy(cfg config.Config, opts Options) (*policy.Config, error) {
 // class.
 func classNames(pol *policy.Config) []string {
 	if pol == nil {
-		return []string{proxy.DefaultClass}
+		return []string{gate.DefaultClass}
 	}
 	names := make([]string, len(pol.Classes))
 	for i, c := range pol.Classes {
@@ -46,12 +46,12 @@ func limiterClasses(pol *policy.Config) []limiter.Class {
 	return out
 }
 
-// proxyAdmission is the proxy's view of pol; nil without a policy.
-func proxyAdmission(pol *policy.Config) *proxy.Admission {
+// gatePolicy is the gate's view of pol; nil without a policy.
+func gatePolicy(pol *policy.Config) *gate.Policy {
 	if pol == nil {
 		return nil
 	}
-	return &proxy.Admission{
+	return &gate.Policy{
 		Classifier: pol.Classifier, Classes: classNames(pol), DefaultClass: pol.DefaultClass,
 		SessionHeader: pol.SessionHeader, CaptureHeaders: captureHeaders(pol),
 	}

@@ -13,7 +13,10 @@ import (
 	"github.com/slotgate/slotgate/admin"
 	"github.com/slotgate/slotgate/admission/policy"
 	"github.com/slotgate/slotgate/config"
+	"github.com/slotgate/slotgate/engine"
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/health"
+	"github.com/slotgate/slotgate/internal/logging"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/metrics"
 	"github.com/slotgate/slotgate/proxy"
@@ -25,6 +28,7 @@ type app struct {
 	cfg    config.Config
 	log    *zap.Logger
 	lim    *limiter.Limiter
+	engine *engine.Client
 	proxy  *proxy.Proxy
 	prober *health.Prober
 	drain  *drainer
@@ -33,56 +37,60 @@ type app struct {
 	proxyServer, adminServer *http.Server
 }
 
-// Interface guard: the metrics implement what the proxy reports to.
-var _ proxy.Observer = (*metrics.Metrics)(nil)
+// Interface guard: the metrics implement what the gate reports to.
+var _ gate.Observer = (*metrics.Metrics)(nil)
 
 func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *zap.Logger) (*app, error) {
 	lim, err := newLimiter(cfg, pol)
 	if err != nil {
 		return nil, err
 	}
-	lp, err := newLoadParts(cfg, lim, log)
+	// One engine client for the proxy, the prober and the scraper: one
+	// configuration, never an environment proxy.
+	ec, err := engine.New(engine.Options{URL: cfg.EngineURL, Pool: proxy.PoolSize(lim.Stats())})
+	if err != nil {
+		return nil, err
+	}
+	lp, err := newLoadParts(cfg, lim, ec.HTTPClient(), log)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
-		Limiter: lim.Stats, Outcomes: proxy.Outcomes(), Classes: classNames(pol), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
+		Limiter: lim.Stats, Outcomes: gate.Outcomes(), Classes: classNames(pol), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
 	})
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGate(cfg, lim, pol, lp, m, log)
 	if err != nil {
 		return nil, err
 	}
 	popts := proxy.Options{
 		Engine:              cfg.EngineURL,
-		Limiter:             lim,
+		Gate:                g,
+		Client:              ec,
 		OverloadStatus:      cfg.OverloadStatus,
 		RetryAfter:          cfg.RetryAfter,
 		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes,
 		PassthroughPaths:    cfg.PassthroughPaths,
-		Observer:            m,
 		Logger:              log.Named("proxy"),
-		Flights:             lp.flights,
-		Admission:           proxyAdmission(pol),
-		Changed:             lp.notify,
 		AccessLog:           access,
 	}
 	if cfg.ORCAHeader {
 		popts.LoadHeaders = lp.orcaHeader
-	}
-	if cfg.RejectWhenBusy {
-		popts.Busy = lp.busy.Load
 	}
 	p, err := proxy.New(popts)
 	if err != nil {
 		return nil, err
 	}
 	prober, err := health.New(health.Options{
-		URL: cfg.EngineURL.JoinPath(cfg.EngineHealthPath).String(), Logger: log.Named("health"),
+		URL: cfg.EngineURL.JoinPath(cfg.EngineHealthPath).String(), Client: ec.HTTPClient(), Logger: log.Named("health"),
 	})
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, lim: lim, proxy: p, prober: prober, load: lp}
+	a := &app{cfg: cfg, log: log, lim: lim, engine: ec, proxy: p, prober: prober, load: lp}
 	a.drain = newDrainer(log.Named("drain"))
 	adminHandler, err := admin.NewHandler(admin.Options{
 		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start, Routes: lp.routes(cfg, log),
@@ -94,6 +102,18 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	a.proxyServer = newProxyServer(p, log)
 	a.adminServer = newAdminServer(adminHandler, log)
 	return a, nil
+}
+
+// newGate builds the admission every protocol goes through.
+func newGate(cfg config.Config, lim *limiter.Limiter, pol *policy.Config, lp *loadParts, m *metrics.Metrics, log *zap.Logger) (*gate.Gate, error) {
+	opts := gate.Options{
+		Limiter: lim, Policy: gatePolicy(pol), Flights: lp.flights, Changed: lp.notify, Observer: m,
+		Logger: logging.Slog(log.Named("proxy")),
+	}
+	if cfg.RejectWhenBusy {
+		opts.Busy = lp.busy.Load
+	}
+	return gate.New(opts)
 }
 
 func newLimiter(cfg config.Config, pol *policy.Config) (*limiter.Limiter, error) {

@@ -22,16 +22,25 @@ const (
 // requests have all finished.
 const idlePoll = 20 * time.Millisecond
 
-// run serves until the drain ends or something fails, and returns the exit
-// status. It owns every goroutine it starts: the two servers and the engine
-// prober, all ended before it returns, except after a second signal, when
-// the process exits at once by design.
+// run binds every port, serves until the drain ends or something fails,
+// and returns the exit status.
 func (a *app) run(signals <-chan os.Signal) int {
 	ls, err := a.listen()
 	if err != nil {
 		a.log.Error("start-up failed", zap.Error(err))
 		return exitFailed
 	}
+	return a.serveOn(ls, signals)
+}
+
+// serveOn serves on ls until the drain ends or something fails, and
+// returns the exit status. It owns every goroutine it starts: the servers,
+// the engine prober and the load parts, all ended before it returns (but
+// the handlers of requests cut at the shutdown timeout, which Close does
+// not wait for). After a second signal it returns at once: it closes the
+// servers, cutting their connections, and ends the rest without waiting,
+// since the process exits at once by design.
+func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	grpcAddr := "off"
 	if ls.grpc != nil {
 		grpcAddr = ls.grpc.Addr().String()
@@ -50,13 +59,13 @@ func (a *app) run(signals <-chan os.Signal) int {
 	wg.Go(func() { _ = a.prober.Run(ctx) })
 	wg.Go(func() { a.load.run(ctx) })
 	code, now := a.await(signals, serveErr)
-	if now {
-		return code
-	}
 	a.adminServer.Close()
 	a.proxyServer.Close()
 	cancel()
-	wg.Wait()
+	if !now {
+		wg.Wait()
+		a.engine.Close() // every answer is closed: no connection is in use
+	}
 	return code
 }
 

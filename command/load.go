@@ -41,9 +41,10 @@ type loadParts struct {
 	orcaOn bool
 }
 
-func newLoadParts(cfg config.Config, lim *limiter.Limiter, log *zap.Logger) (*loadParts, error) {
+func newLoadParts(cfg config.Config, lim *limiter.Limiter, client *http.Client, log *zap.Logger) (*loadParts, error) {
 	lp := &loadParts{orcaOn: cfg.ORCAHeader}
 	scraper, err := scrape.New(scrape.Options{
+		Client:    client,
 		EngineURL: cfg.EngineURL,
 		Dialect:   scrape.Dialect(cfg.EngineMetricsDialect),
 		Interval:  cfg.EngineMetricsInterval,

@@ -8,17 +8,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/report"
 	"github.com/slotgate/slotgate/metrics"
-	"github.com/slotgate/slotgate/proxy"
 )
 
 func loadRegistry(t *testing.T, snap *report.Snapshot) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	_, err := metrics.New(reg, metrics.Options{
-		Limiter: fixed, Outcomes: proxy.Outcomes(), Load: func() *report.Snapshot { return snap },
+		Limiter: fixed, Outcomes: gate.Outcomes(), Load: func() *report.Snapshot { return snap },
 	})
 	if err != nil {
 		t.Fatalf("metrics.New: %v", err)
@@ -100,12 +100,12 @@ func TestPerClassMetrics(t *testing.T) {
 		return limiter.Stats{Slots: 1, QueueLen: 4, Waiting: 3, Classes: []limiter.ClassStats{
 			{Name: "interactive", Waiting: 1}, {Name: "batch", Waiting: 2}}}
 	}
-	m, err := metrics.New(reg, metrics.Options{Limiter: stats, Outcomes: proxy.Outcomes(), Classes: []string{"interactive", "batch"}})
+	m, err := metrics.New(reg, metrics.Options{Limiter: stats, Outcomes: gate.Outcomes(), Classes: []string{"interactive", "batch"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.RequestDone(string(proxy.AdmittedQueued), "batch")
-	m.RequestDone(string(proxy.AdmittedQueued), "platinum") // not configured: dropped
+	m.RequestDone(string(gate.AdmittedQueued), "batch")
+	m.RequestDone(string(gate.AdmittedQueued), "platinum") // not configured: dropped
 	m.QueueWait("interactive", 0.5)
 	want := `
 # HELP slotgate_request_queue_class Requests waiting in the queue of each policy class; they add up to dynamo_request_queue.
@@ -116,7 +116,7 @@ slotgate_request_queue_class{class="interactive"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "slotgate_request_queue_class"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(reg, "slotgate_requests_total"); n != 2*len(proxy.Outcomes()) {
+	if n := testutil.CollectAndCount(reg, "slotgate_requests_total"); n != 2*len(gate.Outcomes()) {
 		t.Errorf("slotgate_requests_total has %d series, want every outcome of both classes", n)
 	}
 	fams, err := reg.Gather()

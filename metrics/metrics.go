@@ -30,7 +30,7 @@ type Options struct {
 }
 
 // Metrics holds slotgate's collectors. Its methods are safe for concurrent
-// use and implement the proxy's Observer.
+// use and implement the gate's Observer.
 type Metrics struct {
 	requests  map[classOutcome]prometheus.Counter
 	queueWait map[string]prometheus.Observer

@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/metrics"
-	"github.com/slotgate/slotgate/proxy"
 )
 
 // fixedStats is a limiter snapshot whose fields all differ, so that a gauge
@@ -42,7 +42,7 @@ func newMetrics(t *testing.T, stats func() limiter.Stats) (*metrics.Metrics, *pr
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
 		Limiter:  stats,
-		Outcomes: proxy.Outcomes(),
+		Outcomes: gate.Outcomes(),
 		Version:  "v",
 		Revision: "r",
 	})
@@ -138,7 +138,7 @@ func TestLimiterSnapshotPerScrape(t *testing.T) {
 func TestRequestsTotalStartsAtZeroForEveryOutcome(t *testing.T) {
 	_, reg := newMetrics(t, fixed)
 	got := outcomeCounts(t, reg)
-	want := proxy.Outcomes()
+	want := gate.Outcomes()
 	if len(got) != len(want) {
 		t.Errorf("slotgate_requests_total has %d series, want %d: %v", len(got), len(want), got)
 	}
@@ -155,16 +155,16 @@ func TestRequestsTotalStartsAtZeroForEveryOutcome(t *testing.T) {
 
 func TestRequestDoneCountsItsOutcome(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
-	m.RequestDone(string(proxy.AdmittedQueued), metrics.DefaultClass)
-	m.RequestDone(string(proxy.AdmittedQueued), metrics.DefaultClass)
-	m.RequestDone(string(proxy.RejectedCapacity), metrics.DefaultClass)
+	m.RequestDone(string(gate.AdmittedQueued), metrics.DefaultClass)
+	m.RequestDone(string(gate.AdmittedQueued), metrics.DefaultClass)
+	m.RequestDone(string(gate.RejectedCapacity), metrics.DefaultClass)
 
 	want := map[string]float64{}
-	for _, o := range proxy.Outcomes() {
+	for _, o := range gate.Outcomes() {
 		want[o] = 0
 	}
-	want[string(proxy.AdmittedQueued)] = 2
-	want[string(proxy.RejectedCapacity)] = 1
+	want[string(gate.AdmittedQueued)] = 2
+	want[string(gate.RejectedCapacity)] = 1
 	got := outcomeCounts(t, reg)
 	for o, w := range want {
 		if got[o] != w {
@@ -176,7 +176,7 @@ func TestRequestDoneCountsItsOutcome(t *testing.T) {
 func TestRequestDoneUnknownOutcomeIsDropped(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
 	before := outcomeCounts(t, reg)
-	for _, o := range []string{"no_such_outcome", "", string(proxy.Passthrough)} {
+	for _, o := range []string{"no_such_outcome", "", string(gate.Passthrough)} {
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
@@ -240,7 +240,7 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			for range each {
-				m.RequestDone(string(proxy.AdmittedDirect), metrics.DefaultClass)
+				m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass)
 				m.QueueWait(metrics.DefaultClass, 0.001)
 				m.FirstByte(0.01)
 			}
@@ -255,7 +255,7 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if got := outcomeCounts(t, reg)[string(proxy.AdmittedDirect)]; got != goroutines*each {
+	if got := outcomeCounts(t, reg)[string(gate.AdmittedDirect)]; got != goroutines*each {
 		t.Errorf("admitted_direct = %v, want %d", got, goroutines*each)
 	}
 	if got := histogram(t, reg, "slotgate_queue_wait_seconds").GetSampleCount(); got != goroutines*each {
@@ -266,7 +266,7 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 func TestLint(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
 	// Observe something so that every family has samples to lint.
-	m.RequestDone(string(proxy.AdmittedDirect), metrics.DefaultClass)
+	m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass)
 	m.QueueWait(metrics.DefaultClass, 0.1)
 	m.FirstByte(0.2)
 	problems, err := testutil.GatherAndLint(reg)
@@ -280,7 +280,7 @@ func TestLint(t *testing.T) {
 
 func TestRegisterTwiceFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	opts := metrics.Options{Limiter: fixed, Outcomes: proxy.Outcomes(), Version: "v", Revision: "r"}
+	opts := metrics.Options{Limiter: fixed, Outcomes: gate.Outcomes(), Version: "v", Revision: "r"}
 	if _, err := metrics.New(reg, opts); err != nil {
 		t.Fatalf("first New: %v", err)
 	}
@@ -298,7 +298,7 @@ func TestNewRequiresLimiterAndOutcomes(t *testing.T) {
 		name string
 		opts metrics.Options
 	}{
-		{"nil limiter", metrics.Options{Outcomes: proxy.Outcomes()}},
+		{"nil limiter", metrics.Options{Outcomes: gate.Outcomes()}},
 		{"no outcomes", metrics.Options{Limiter: fixed}},
 		{"zero options", metrics.Options{}},
 	}
@@ -423,7 +423,7 @@ slotgate_request_queue_limit 2
 
 func TestHandlerServesTextFormat(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
-	m.RequestDone(string(proxy.EngineError), metrics.DefaultClass)
+	m.RequestDone(string(gate.EngineError), metrics.DefaultClass)
 	srv := httptest.NewServer(metrics.Handler(reg))
 	defer srv.Close()
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/admission"
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/proxy"
@@ -60,8 +61,8 @@ func admissionHarness(t *testing.T, eng http.Handler, f *fakeClassifier, limits 
 	if limits.Classes == nil {
 		limits.Classes = []limiter.Class{{Name: "interactive", Quantum: 1}, {Name: "batch", Quantum: 1}}
 	}
-	return newHarness(t, harnessConfig{engine: eng, limits: limits, options: func(o *proxy.Options) {
-		o.Admission = &proxy.Admission{Classifier: f, Classes: []string{"interactive", "batch"}, DefaultClass: "batch",
+	return newHarness(t, harnessConfig{engine: eng, limits: limits, gate: func(o *gate.Options) {
+		o.Policy = &gate.Policy{Classifier: f, Classes: []string{"interactive", "batch"}, DefaultClass: "batch",
 			SessionHeader: "x-session-id", CaptureHeaders: []string{"x-session-id", "x-priority"}}
 	}})
 }
@@ -103,7 +104,7 @@ func TestClassifierSeesInputsAndLifecycle(t *testing.T) {
 	if got := f.eventsOf("r1"); strings.Join(got, ",") != "sent,responding,completed" {
 		t.Errorf("events %v, want sent, responding, completed", got)
 	}
-	if got := h.waitDone(1).done; got[string(proxy.AdmittedDirect)] != 1 {
+	if got := h.waitDone(1).done; got[string(gate.AdmittedDirect)] != 1 {
 		t.Errorf("outcomes %v", got)
 	}
 }
@@ -115,11 +116,11 @@ func TestClassifierRejections(t *testing.T) {
 		status  int
 		reason  string
 		message string
-		outcome proxy.Outcome
+		outcome gate.Outcome
 	}{
-		{"capacity", admission.Reject(admission.CapacityExhausted, "budget spent"), 529, "policy", "budget spent", proxy.RejectedPolicy},
-		{"rate limited", admission.Reject(admission.RateLimited, "slow down"), 429, "rate_limited", "slow down", proxy.RejectedRateLimited},
-		{"plain error", context.DeadlineExceeded, 529, "policy", proxy.MessagePolicy, proxy.RejectedPolicy},
+		{"capacity", admission.Reject(admission.CapacityExhausted, "budget spent"), 529, "policy", "budget spent", gate.RejectedPolicy},
+		{"rate limited", admission.Reject(admission.RateLimited, "slow down"), 429, "rate_limited", "slow down", gate.RejectedRateLimited},
+		{"plain error", context.DeadlineExceeded, 529, "policy", proxy.MessagePolicy, gate.RejectedPolicy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeClassifier(func(context.Context, *admission.Request) error { return tc.err })
@@ -143,7 +144,7 @@ func TestClassifierRejections(t *testing.T) {
 // but then refused, or whose client leaves while queued, gets one Aborted
 // event with the reason.
 func TestAbortedAfterClassification(t *testing.T) {
-	g := newGate()
+	g := newHeldEngine()
 	f := newFakeClassifier(nil)
 	h := admissionHarness(t, g, f, limiter.Options{Slots: 1, QueueLen: 2})
 	holder := h.goDo(idRequest(t, h, "holder", nil))
@@ -185,7 +186,7 @@ func TestDeferringClassifierAndDepartingClient(t *testing.T) {
 	receive(t, "classifier deferring", deferring)
 	cancel()
 	<-done
-	h.waitOutcome(proxy.CancelledQueued)
+	h.waitOutcome(gate.CancelledQueued)
 	if got := f.eventsOf("d"); len(got) != 0 {
 		t.Errorf("events %v, want none", got)
 	}
@@ -211,7 +212,7 @@ func TestUnknownClassIsRefused(t *testing.T) {
 // TestDueAtBoundsTheQueueWait: the classifier's deadline ends the queue
 // wait with the queue-timeout answer.
 func TestDueAtBoundsTheQueueWait(t *testing.T) {
-	g := newGate()
+	g := newHeldEngine()
 	f := newFakeClassifier(func(_ context.Context, r *admission.Request) error {
 		if r.ID() != "holder" {
 			r.SetDueAt(time.Now().Add(50 * time.Millisecond))
@@ -225,7 +226,7 @@ func TestDueAtBoundsTheQueueWait(t *testing.T) {
 	if res.status != 529 || res.header.Get(proxy.ReasonHeader) != "queue_timeout" {
 		t.Errorf("answer %d %q, want the queue-timeout answer", res.status, res.header.Get(proxy.ReasonHeader))
 	}
-	h.waitOutcome(proxy.RejectedQueueTimeout)
+	h.waitOutcome(gate.RejectedQueueTimeout)
 	waitFor(t, "its event", func() bool { return len(f.eventsOf("late")) == 1 })
 	if got := f.eventsOf("late"); got[0] != "aborted/rejected" {
 		t.Errorf("events %v, want aborted/rejected", got)
@@ -237,7 +238,7 @@ func TestDueAtBoundsTheQueueWait(t *testing.T) {
 // TestClassesRouteToTheirQueues: the class a classifier chooses is the
 // limiter queue the request waits in, and its metrics label.
 func TestClassesRouteToTheirQueues(t *testing.T) {
-	g := newGate()
+	g := newHeldEngine()
 	f := newFakeClassifier(func(_ context.Context, r *admission.Request) error {
 		if p, _ := r.Header("x-priority"); p == "interactive" {
 			r.SetPolicyClass("interactive")
@@ -293,13 +294,13 @@ func TestClassifierPanicsAreContained(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, harnessConfig{engine: okEngine(t), limits: limiter.Options{Slots: 1, QueueLen: 2},
-				options: func(o *proxy.Options) {
-					o.Admission = &proxy.Admission{Classifier: c, Classes: []string{"default"}, DefaultClass: "default"}
+				gate: func(o *gate.Options) {
+					o.Policy = &gate.Policy{Classifier: c, Classes: []string{"default"}, DefaultClass: "default"}
 				}})
 			res := h.do(idRequest(t, h, "p", nil))
-			want, outcome := http.StatusOK, proxy.AdmittedDirect
+			want, outcome := http.StatusOK, gate.AdmittedDirect
 			if c.inClassify {
-				want, outcome = 529, proxy.RejectedPolicy
+				want, outcome = 529, gate.RejectedPolicy
 			}
 			if res.err != nil || res.status != want {
 				t.Fatalf("answer %d %v, want %d", res.status, res.err, want)
@@ -322,14 +323,14 @@ func TestAdmissionClassesMustMatchTheQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, classes := range [][]string{{"b", "a"}, {"a"}, {"a", "b", "c"}} {
-		_, err := proxy.New(proxy.Options{Engine: closedURL(t), Limiter: lim,
-			Admission: &proxy.Admission{Classifier: admission.PassThrough{}, Classes: classes, DefaultClass: classes[0]}})
+		_, err := gate.New(gate.Options{Limiter: lim,
+			Policy: &gate.Policy{Classifier: admission.PassThrough{}, Classes: classes, DefaultClass: classes[0]}})
 		if err == nil || !strings.Contains(err.Error(), "limiter's queues") {
 			t.Errorf("classes %q: New = %v, want the mismatch refused", classes, err)
 		}
 	}
-	if _, err := proxy.New(proxy.Options{Engine: closedURL(t), Limiter: limiter.NewUnlimited(),
-		Admission: &proxy.Admission{Classifier: admission.PassThrough{}, Classes: []string{"x", "y"}, DefaultClass: "x"}}); err != nil {
+	if _, err := gate.New(gate.Options{Limiter: limiter.NewUnlimited(),
+		Policy: &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"x", "y"}, DefaultClass: "x"}}); err != nil {
 		t.Errorf("an unlimited limiter has no queues to match: %v", err)
 	}
 }
@@ -344,9 +345,9 @@ func TestCompletedCarriesContextTokens(t *testing.T) {
 	close(eng.first)
 	close(eng.rest)
 	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 2},
-		options: func(o *proxy.Options) {
+		gate: func(o *gate.Options) {
 			o.Flights = inflight.New(nil)
-			o.Admission = &proxy.Admission{Classifier: rec, Classes: []string{"default"}, DefaultClass: "default"}
+			o.Policy = &gate.Policy{Classifier: rec, Classes: []string{"default"}, DefaultClass: "default"}
 		}})
 	if res := h.do(idRequest(t, h, "c", nil)); res.status != http.StatusOK {
 		t.Fatalf("status %d", res.status)

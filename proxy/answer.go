@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/slotgate/slotgate/gate"
 )
 
 // StatusClientClosedRequest is logged for requests whose client left before
@@ -104,21 +106,21 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 // matters under an overload storm: reconnecting for every retry costs a
 // handshake and a port in TIME_WAIT. But a refusal must not wait for a body
 // that may not come (chunked, large, or a read cut short): then the answer
-// closes the connection instead (recorder.bodyPending).
-func (a *answer) write(rec *recorder) {
-	h := rec.Header()
+// closes the connection instead (exchange.bodyPending).
+func (a *answer) write(ex *exchange) {
+	h := ex.out.Header()
 	h["Content-Type"] = contentTypeJSON
 	h["Content-Length"] = a.lengthV
 	h[ReasonHeader] = a.reasonV
-	h[requestIDHeader] = []string{rec.id}
+	h[requestIDHeader] = []string{ex.ID}
 	if a.retryAfterV != nil {
 		h["Retry-After"] = a.retryAfterV
 	}
-	if rec.bodyPending {
+	if ex.bodyPending {
 		h["Connection"] = connectionClose
 	}
-	rec.WriteHeader(a.status)
-	_, _ = rec.Write(a.body) // the client may be gone; nothing to do about it
+	ex.out.WriteHeader(a.status)
+	_, _ = ex.out.Write(a.body) // the client may be gone; nothing to do about it
 }
 
 var (
@@ -130,4 +132,39 @@ var (
 // Retry-After like the other overload answers.
 func (a *answers) rendered(status int, typ, message, reason string) answer {
 	return newAnswer(status, typ, message, reason, a.retryAfter)
+}
+
+// refuse answers a request the gate refused: the one place where a
+// refusal becomes an HTTP status. A client that left gets no answer, only
+// nginx's 499 in the access log.
+func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
+	a := &p.answers
+	var ans *answer
+	switch ex.Outcome {
+	case gate.CancelledQueued:
+		ex.out.status = StatusClientClosedRequest
+		return
+	case gate.RejectedRateLimited:
+		r := a.rendered(http.StatusTooManyRequests, "RateLimited", d.Message, "rate_limited")
+		ans = &r
+	case gate.RejectedPolicy:
+		ans = &a.policy
+		if d.Message != "" {
+			r := a.rendered(a.overloadStatus, "Overloaded", d.Message, "policy")
+			ans = &r
+		}
+	case gate.RejectedCapacity:
+		ans = &a.capacity
+	case gate.RejectedQueueTimeout:
+		ans = &a.queueTimeout
+	case gate.RejectedBusy:
+		ans = &a.busy
+	case gate.RejectedDraining:
+		ans = &a.draining
+	case gate.RejectedTooLarge:
+		ans = &a.tooLarge
+	default: // gate.RejectedBadRequest
+		ans = &a.badRequest
+	}
+	ans.write(ex)
 }

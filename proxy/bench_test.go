@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/proxy"
@@ -34,12 +35,18 @@ func benchEngine(b *testing.B) *url.URL {
 }
 
 // benchProxy serves a Proxy in front of engine through lim.
-func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter, extra ...func(*proxy.Options)) *url.URL {
+func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter, extra ...func(*gate.Options, *proxy.Options)) *url.URL {
 	b.Helper()
-	opts := proxy.Options{Engine: engine, Limiter: lim} // the default engine transport, as slotgate runs
+	gopts := gate.Options{Limiter: lim}
+	opts := proxy.Options{Engine: engine} // the default engine client, as slotgate runs
 	for _, f := range extra {
-		f(&opts)
+		f(&gopts, &opts)
 	}
+	g, err := gate.New(gopts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.Gate = g
 	p, err := proxy.New(opts)
 	if err != nil {
 		b.Fatal(err)
@@ -126,9 +133,9 @@ func BenchmarkProxyTracked(b *testing.B) {
 		b.Fatal(err)
 	}
 	orca := []string{"TEXT application_utilization:0.5,named_metrics.queued:0"}
-	runClient(b, benchProxy(b, benchEngine(b), lim, func(o *proxy.Options) {
-		o.Flights = inflight.New(func() {})
-		o.Changed = func() {}
+	runClient(b, benchProxy(b, benchEngine(b), lim, func(g *gate.Options, o *proxy.Options) {
+		g.Flights = inflight.New(func() {})
+		g.Changed = func() {}
 		o.LoadHeaders = func(h http.Header) { h["Endpoint-Load-Metrics"] = orca }
 	}), http.StatusOK)
 }

@@ -2,63 +2,81 @@ package proxy
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"sync"
+	"time"
+
+	"github.com/slotgate/slotgate/gate"
 )
 
-// errBodyTooLarge ends a queue wait whose request body passed the limit.
-var errBodyTooLarge = errors.New("request body too large")
-
-// queuedBody reads a queued request's body while the request waits. It is
-// owned by the handler, which always waits for done before returning.
-type queuedBody struct {
+// bodyWatch is the gate.Watch of an HTTP request: it reads the request's
+// body while the request waits, up to the body limit. net/http notices a
+// client that closed its connection only once the body was read to its
+// end, so reading it lets a client that leaves the queue be removed at
+// once, and never forwarded. The handler owns the read: the gate always
+// settles a watch it started before Admit returns.
+type bodyWatch struct {
+	ex   *exchange
 	done chan struct{}
 	buf  []byte
 	err  error
 }
 
-// readQueuedBody starts reading body, up to max bytes. A read that fails or
-// passes max cancels the wait through cancel, with the reason as cause.
-func readQueuedBody(body io.Reader, max int64, cancel context.CancelCauseFunc) *queuedBody {
-	q := &queuedBody{done: make(chan struct{})}
+// Start begins the read on a goroutine of its own. A read that fails or
+// passes the limit ends the wait through fail.
+func (b *bodyWatch) Start(fail func(error)) {
+	b.done = make(chan struct{})
+	body, max := b.ex.in.Body, b.ex.p.maxBody
 	go func() {
-		defer close(q.done)
+		defer close(b.done)
 		limit := max
 		if limit < math.MaxInt64 {
 			limit++ // one byte more tells "at the limit" from "over it"
 		}
-		q.buf, q.err = io.ReadAll(io.LimitReader(body, limit))
-		if q.err == nil && int64(len(q.buf)) > max {
-			q.err = errBodyTooLarge
+		b.buf, b.err = io.ReadAll(io.LimitReader(body, limit))
+		if b.err == nil && int64(len(b.buf)) > max {
+			b.err = gate.ErrTooLarge
 		}
-		if q.err != nil {
-			cancel(fmt.Errorf("read queued body: %w", q.err))
+		if b.err != nil {
+			fail(fmt.Errorf("read queued body: %w", b.err))
 		}
 	}()
-	return q
 }
 
-// finished reports whether the read has ended.
-func (q *queuedBody) finished() bool {
+// Settle waits for the read to end; when the request is refused (cut), it
+// ends the read at once rather than wait for a slow client.
+func (b *bodyWatch) Settle(cut bool) error {
+	if cut && !b.finished() {
+		_ = http.NewResponseController(&b.ex.out).SetReadDeadline(time.Now())
+	}
+	<-b.done
+	// A body read to its end leaves nothing on the connection; one whose
+	// read failed or was cut short may leave anything.
+	b.ex.bodyPending = b.err != nil && b.ex.in.ProtoMajor == 1
+	return b.err
+}
+
+// Gone reports whether the client's connection was closed by the peer.
+func (b *bodyWatch) Gone() bool { return clientLeft(b.ex.in) }
+
+func (b *bodyWatch) finished() bool {
 	select {
-	case <-q.done:
+	case <-b.done:
 		return true
 	default:
 		return false
 	}
 }
 
-// withBody returns a shallow copy of r that sends buf as its body, with a
-// known length and a GetBody so the transport may retry on a stale
-// keep-alive connection.
-func withBody(r *http.Request, buf []byte) *http.Request {
+// holdBody makes buf, the whole request body, the body forwarded, held in
+// memory: r becomes a shallow copy with a known length and a GetBody, so
+// that the transport may resend it on a stale keep-alive connection.
+func (ex *exchange) holdBody(buf []byte) {
+	ex.body, ex.bytesIn = buf, int64(len(buf))
 	out := new(http.Request)
-	*out = *r
+	*out = *ex.r
 	out.ContentLength = int64(len(buf))
 	out.TransferEncoding = nil
 	out.Body = io.NopCloser(bytes.NewReader(buf))
@@ -66,50 +84,48 @@ func withBody(r *http.Request, buf []byte) *http.Request {
 	if len(buf) == 0 {
 		out.Body = http.NoBody
 	}
-	return out
+	ex.r = out
 }
 
-// lazyBody starts reading a request's body when the request has to wait,
-// at most once. start may be called from the limiter's OnQueued or from
-// the classifier's deferral timer, on another goroutine; get returns the
-// read, or nil when none was started.
-type lazyBody struct {
-	body   io.Reader
-	max    int64
-	cancel context.CancelCauseFunc
-
-	mu        sync.Mutex
-	q         *queuedBody
-	timerDone bool // the deferral timer may no longer start the read
-}
-
-// start begins the read unless it has begun.
-func (l *lazyBody) start() { l.begin(true) }
-
-// startDeferred is the deferral timer's start: it does nothing once
-// stopTimer was called, so a timer that fires late cannot start a read
-// the handler no longer expects.
-func (l *lazyBody) startDeferred() { l.begin(false) }
-
-// begin starts the read unless it has begun, or, for the timer
-// (!afterTimer), unless the timer's say has ended.
-func (l *lazyBody) begin(afterTimer bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.q == nil && (afterTimer || !l.timerDone) {
-		l.q = readQueuedBody(l.body, l.max, l.cancel)
+// streamBody wraps the body of a request that streams to the engine:
+// bounded when its length is unknown, and watched so that a broken upload
+// is answered as the client's fault rather than the engine's.
+func (ex *exchange) streamBody() {
+	r := ex.r
+	if r.ContentLength == 0 {
+		return
 	}
+	body := r.Body
+	if r.ContentLength < 0 {
+		body = http.MaxBytesReader(&ex.out, body, ex.p.maxBody)
+	}
+	out := new(http.Request)
+	*out = *r
+	out.Body = &watchedBody{ReadCloser: body, ex: ex}
+	ex.r = out
 }
 
-// stopTimer ends the deferral timer's say.
-func (l *lazyBody) stopTimer() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.timerDone = true
+// watchedBody records the first read error of a forwarded request body,
+// so that a broken upload is not blamed on the engine.
+type watchedBody struct {
+	io.ReadCloser
+	ex *exchange
 }
 
-func (l *lazyBody) get() *queuedBody {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.q
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.ex.bodyErr.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+// inMemory returns a shallow copy of req that sends body, the whole
+// request body held in memory, as a *bytes.Reader: net/http's transport
+// then sends it in the same write as the headers.
+func inMemory(req *http.Request, body []byte) *http.Request {
+	out := *req // RoundTrip must not change the request it was given
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return &out
 }

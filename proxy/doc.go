@@ -1,23 +1,37 @@
-// Package proxy forwards HTTP requests to one inference engine through a
-// limiter.Limiter: N engine slots, a FIFO queue of Q, and an immediate
-// overload answer beyond that.
+// Package proxy is the HTTP adapter over package gate: it forwards HTTP
+// requests to one inference engine, each admitted by the gate (N engine
+// slots, a queue of Q split into policy classes, an immediate refusal
+// beyond that) and sent through the engine client (package engine).
+//
+// One request is read in three files: handler.go walks it (ServeHTTP:
+// admit, forward, finish), ../gate/admit.go decides its admission, and
+// forward.go sends it to the engine and streams the answer back. An
+// exchange (exchange.go) carries every fact about it.
 //
 // Invariants:
 //
-//   - Admission happens before the request body is read. A rejection never
-//     reads the body and never touches the engine.
-//   - A queued request has its body read while it waits (bounded by
-//     MaxRequestBodyBytes). Go's HTTP/1.1 server notices a departed client
-//     only once the body was read to its end; reading it lets a client that
-//     leaves the queue be removed at once, and never forwarded.
-//   - After a slot is granted the request context is checked again, so a
-//     request whose client is gone never reaches the engine.
-//   - The slot is held until the last byte of the response is written or the
-//     client goes away, and released exactly once on every path, including a
-//     panic (httputil.ReverseProxy aborts a broken stream with one).
+//   - Admission happens before the request body is read, except that a
+//     body already over the limit by its declared length is refused
+//     first. A refusal never touches the engine; it reads the body only
+//     when the request waited.
+//   - A request that waits (in the queue, or deferred by its classifier)
+//     has its body read meanwhile (bounded by MaxRequestBodyBytes): Go's
+//     HTTP/1.1 server notices a departed client only once the body was
+//     read to its end, so reading it lets a client that leaves the queue
+//     be removed at once, and never forwarded.
+//   - After a slot is granted to a request that waited, its context and
+//     its client's socket are checked again, so a request whose client is
+//     gone never reaches the engine.
+//   - The slot is held until the last byte of the response is written or
+//     the client goes away, and released exactly once on every path,
+//     including a panic (httputil.ReverseProxy aborts a broken stream with
+//     one); a client that left while the engine served it frees its slot
+//     after the gate's 5 ms abort grace, not at once.
 //   - Responses stream through unbuffered: Server-Sent Events and any other
 //     response without a Content-Length are flushed on every write.
-//   - Every request that goes through admission is reported once to the
-//     Observer with exactly one outcome, and logged once in the access log.
+//   - Every request that goes through admission is reported once, with
+//     exactly one outcome, and logged once in the access log.
 //   - Passthrough paths (engine probes) take no slot and are not counted.
+//   - Refusals are mapped to HTTP statuses in one function (refuse), and
+//     engine failures in another (engineError).
 package proxy

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	engineclient "github.com/slotgate/slotgate/engine"
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -118,7 +120,7 @@ func TestStreamSurvivesBodyReadAfterHeaders(t *testing.T) {
 			})
 			h := newHarness(t, harnessConfig{engine: engine, limits: limiter.Options{Slots: 1},
 				options: func(o *proxy.Options) {
-					rt := proxy.NewTransport(4) // net/http's transport, whose body reads this is about
+					rt := engineclient.NewTransport(4) // net/http's transport, whose body reads this is about
 					t.Cleanup(rt.CloseIdleConnections)
 					o.Transport = holdingTransport{rt: rt, body: func(rc io.ReadCloser) io.ReadCloser {
 						return &heldBody{ReadCloser: rc, holdAfter: tc.holdAfter, release: release, heldErr: heldErr}
@@ -154,7 +156,7 @@ func TestStreamSurvivesBodyReadAfterHeaders(t *testing.T) {
 				t.Error("the engine never finished the request")
 			}
 			s := h.waitDone(1)
-			if s.done[string(proxy.AdmittedDirect)] != 1 {
+			if s.done[string(gate.AdmittedDirect)] != 1 {
 				t.Errorf("outcomes = %v, want admitted_direct", s.done)
 			}
 		})
@@ -211,7 +213,7 @@ func (o *onWireWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 // length reaches the engine transport in memory, which sends it in the same write as the headers; a streamed
 // (chunked) body does not.
 func TestSmallBodyGoesOutInOneWrite(t *testing.T) {
-	spy := &onWireWrites{next: proxy.NewTransport(4)}
+	spy := &onWireWrites{next: engineclient.NewTransport(4)}
 	h := newHarness(t, harnessConfig{
 		engine: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }),
 		limits: limiter.Options{Slots: 1, QueueLen: 2}, options: func(o *proxy.Options) { o.Transport = spy },

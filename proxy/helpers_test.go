@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -25,7 +26,7 @@ import (
 // failure. It bounds waits; no assertion depends on elapsed time.
 const bound = 10 * time.Second
 
-// recObserver is a proxy.Observer that records every call.
+// recObserver is a gate.Observer that records every call.
 type recObserver struct {
 	mu         sync.Mutex
 	done       map[string]int
@@ -168,19 +169,19 @@ func (e *engineRecorder) last(path string) *http.Request {
 	return nil
 }
 
-// gate is an engine path that holds requests until opened: it takes the
+// heldEngine is an engine path that holds requests until opened: it takes the
 // limiter's slots for as long as a test needs them.
-type gate struct {
+type heldEngine struct {
 	entered chan struct{}
 	open    chan struct{}
 	once    sync.Once
 }
 
-func newGate() *gate {
-	return &gate{entered: make(chan struct{}, 1024), open: make(chan struct{})}
+func newHeldEngine() *heldEngine {
+	return &heldEngine{entered: make(chan struct{}, 1024), open: make(chan struct{})}
 }
 
-func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *heldEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.entered <- struct{}{}
 	select {
 	case <-g.open:
@@ -189,7 +190,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+func (g *heldEngine) release() { g.once.Do(func() { close(g.open) }) }
 
 // harness is a proxy served by a real net/http server in front of an
 // engine, with a client, a recording observer and an observed access log.
@@ -214,6 +215,8 @@ type harnessConfig struct {
 	limits  limiter.Options
 	// options adjusts the proxy's options before New.
 	options func(*proxy.Options)
+	// gate adjusts the gate's options before gate.New.
+	gate func(*gate.Options)
 	// wrap wraps the proxy in the front server.
 	wrap func(http.Handler) http.Handler
 	// h2c serves and sends cleartext HTTP/2 with prior knowledge, as
@@ -244,11 +247,18 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	}
 	core, logs := observer.New(zapcore.InfoLevel)
 	h.access = logs
+	gopts := gate.Options{Limiter: h.lim, Observer: h.obs}
+	if cfg.gate != nil {
+		cfg.gate(&gopts)
+	}
+	g, err := gate.New(gopts)
+	if err != nil {
+		t.Fatalf("gate.New: %v", err)
+	}
 	opts := proxy.Options{
 		Engine:    engineURL,
-		Limiter:   h.lim,
-		Observer:  h.obs, // the default engine transport, as slotgate runs
-		AccessLog: zap.New(core),
+		Gate:      g,
+		AccessLog: zap.New(core), // the default engine client, as slotgate runs
 	}
 	if cfg.options != nil {
 		cfg.options(&opts)
@@ -326,10 +336,10 @@ func (h *harness) goDo(req *http.Request) <-chan result {
 	return ch
 }
 
-// hold sends a GET to the gate's path and waits until the engine has it, so
+// hold sends a GET to the held engine's path and waits until the engine has it, so
 // that the request holds a slot. The answer arrives on the channel once the
-// gate opens.
-func (h *harness) hold(g *gate, path string) <-chan result {
+// held engine opens.
+func (h *harness) hold(g *heldEngine, path string) <-chan result {
 	h.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, h.url(path), nil)
 	if err != nil {
@@ -363,7 +373,7 @@ func (h *harness) waitDone(n int) snapshot {
 }
 
 // waitOutcome waits for the one request of a test and checks how it ended.
-func (h *harness) waitOutcome(want proxy.Outcome) snapshot {
+func (h *harness) waitOutcome(want gate.Outcome) snapshot {
 	h.t.Helper()
 	s := h.waitDone(1)
 	if s.done[string(want)] != 1 {

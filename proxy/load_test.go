@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load"
 	"github.com/slotgate/slotgate/load/inflight"
@@ -80,11 +81,8 @@ var prompt = `{"model":"m","stream":true,"prompt":"` + strings.Repeat("abcd", 10
 func trackedHarness(t *testing.T, eng http.Handler, limits limiter.Options, extra func(*proxy.Options)) (*harness, *inflight.Tracker) {
 	t.Helper()
 	tr := inflight.New(nil)
-	h := newHarness(t, harnessConfig{engine: eng, limits: limits, options: func(o *proxy.Options) {
+	h := newHarness(t, harnessConfig{engine: eng, limits: limits, options: extra, gate: func(o *gate.Options) {
 		o.Flights = tr
-		if extra != nil {
-			extra(o)
-		}
 	}})
 	return h, tr
 }
@@ -140,7 +138,7 @@ func TestQueuedRequestIsTracked(t *testing.T) {
 		}
 	}
 	waitFor(t, "flights ended", func() bool { return tr.Len() == 0 })
-	if got := h.waitDone(2).done[string(proxy.AdmittedQueued)]; got != 1 {
+	if got := h.waitDone(2).done[string(gate.AdmittedQueued)]; got != 1 {
 		t.Errorf("admitted_queued = %d, want 1", got)
 	}
 }
@@ -268,7 +266,7 @@ func TestBusyRefusesBeforeAdmission(t *testing.T) {
 	var busy atomic.Bool
 	busy.Store(true)
 	h := newHarness(t, harnessConfig{engine: okEngine(t), limits: limiter.Options{Slots: 1, QueueLen: 2},
-		options: func(o *proxy.Options) { o.Busy = busy.Load }})
+		gate: func(o *gate.Options) { o.Busy = busy.Load }})
 	res := h.get("/v1/models/x")
 	if res.status != 529 || res.header.Get(proxy.ReasonHeader) != "busy" || !strings.Contains(res.body, proxy.MessageBusy) {
 		t.Errorf("while busy: %d %q %q", res.status, res.header.Get(proxy.ReasonHeader), res.body)
@@ -279,7 +277,7 @@ func TestBusyRefusesBeforeAdmission(t *testing.T) {
 	if s := h.lim.Stats(); s.Holding != 0 || s.Waiting != 0 {
 		t.Errorf("limiter %+v after a busy refusal", s)
 	}
-	h.waitOutcome(proxy.RejectedBusy)
+	h.waitOutcome(gate.RejectedBusy)
 	busy.Store(false)
 	if res := h.get("/v1/models/x"); res.status != http.StatusOK {
 		t.Errorf("after busy: %d, want 200", res.status)
@@ -290,9 +288,9 @@ func TestBusyRefusesBeforeAdmission(t *testing.T) {
 // queue and when each request ends, so a load publisher sees the queue.
 func TestChangedOnQueueAndEnd(t *testing.T) {
 	var changes atomic.Int64
-	g := newGate()
+	g := newHeldEngine()
 	h := newHarness(t, harnessConfig{engine: g, limits: limiter.Options{Slots: 1, QueueLen: 1},
-		options: func(o *proxy.Options) { o.Changed = func() { changes.Add(1) } }})
+		gate: func(o *gate.Options) { o.Changed = func() { changes.Add(1) } }})
 	first := h.hold(g, "/v1/x")
 	second := h.goDo(newRequest(t, http.MethodGet, h.url("/v1/x"), nil))
 	h.waitStats("second queued", func(s limiter.Stats) bool { return s.Waiting == 1 })

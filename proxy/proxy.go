@@ -3,17 +3,18 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/slotgate/slotgate/engine"
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
-	"github.com/slotgate/slotgate/load/inflight"
 )
 
 // DefaultMaxRequestBodyBytes bounds request bodies when Options leave it 0.
@@ -23,9 +24,15 @@ const DefaultMaxRequestBodyBytes = 32 << 20
 type Options struct {
 	// Engine is the engine's base URL. Required.
 	Engine *url.URL
-	// Limiter admits requests. Required; limiter.NewUnlimited gives a pure
-	// pass-through.
-	Limiter *limiter.Limiter
+	// Gate admits requests. Required.
+	Gate *gate.Gate
+	// Client reaches the engine; nil means a client of the proxy's own
+	// for Engine, with a pool sized for the gate's limiter.
+	Client *engine.Client
+	// Transport, when set, reaches the engine instead of Client: a request
+	// whose body the proxy holds in memory goes to it with that body as a
+	// *bytes.Reader. For tests that look at the wire.
+	Transport http.RoundTripper
 	// OverloadStatus answers capacity rejections and queue timeouts; 0 means
 	// 529.
 	OverloadStatus int
@@ -37,54 +44,30 @@ type Options struct {
 	MaxRequestBodyBytes int64
 	// PassthroughPaths are forwarded without a slot: the engine's probes.
 	PassthroughPaths []string
-	// Transport reaches the engine; nil means slotgate's own: plain HTTP/1.1
-	// requests with small bodies on the handler's goroutine, the rest
-	// through NewTransport sized for the limiter.
-	Transport http.RoundTripper
-	// Flights counts the prompt and generated tokens of the admitted
-	// requests as they pass; nil counts nothing.
-	Flights *inflight.Tracker
 	// LoadHeaders, when set, adds headers to every proxied response (the
 	// ORCA load report); it runs on the request path and must be fast.
 	LoadHeaders func(http.Header)
-	// Admission, when set, classifies each request before it is queued;
-	// nil admits every request as class DefaultClass.
-	Admission *Admission
-	// Changed, when set, is called after the admission state may have
-	// changed: a request entered the queue, or a request ended (its slot
-	// or queue place released). It must not block.
-	Changed func()
-	// Busy, when set, is asked before admission: while it returns true,
-	// new requests are refused with the overload status, reason busy.
-	Busy func() bool
-	// Observer receives measurements; nil discards them.
-	Observer Observer
 	// AccessLog gets one line per request, never sampled; nil logs nothing.
 	AccessLog *zap.Logger
 	// Logger gets operational messages; nil logs nothing.
 	Logger *zap.Logger
 }
 
-// Proxy is an http.Handler that forwards to the engine through the limiter.
+// Proxy is an http.Handler that forwards to the engine through the gate.
 type Proxy struct {
-	engine      *url.URL
-	lim         *limiter.Limiter
-	rp          *httputil.ReverseProxy
+	engineURL   *url.URL
+	gate        *gate.Gate
+	client      *engine.Client
+	transport   http.RoundTripper // nil: client
 	passthrough map[string]bool
 	answers     answers
 	maxBody     int64
-	obs         Observer
+	loadHeaders func(http.Header)
 	access      *zap.Logger
 	log         *zap.Logger
+	errLog      *log.Logger // httputil.ReverseProxy's
+	buffers     httputil.BufferPool
 	ids         *idSource
-	draining    atomic.Bool
-	flights     *inflight.Tracker
-	loadHeaders func(http.Header)
-	busy        func() bool
-	changed     func()
-	admission   *Admission
-	class       string // the class of an unclassified request
-	unlimited   bool   // the limiter has no cap, hence no queues
 }
 
 // New checks opts and returns a Proxy.
@@ -93,41 +76,23 @@ func New(opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	p := &Proxy{
-		engine:      opts.Engine,
-		lim:         opts.Limiter,
+		engineURL:   opts.Engine,
+		gate:        opts.Gate,
+		client:      opts.Client,
+		transport:   opts.Transport,
 		passthrough: make(map[string]bool, len(opts.PassthroughPaths)),
 		maxBody:     opts.MaxRequestBodyBytes,
-		obs:         opts.Observer,
+		loadHeaders: opts.LoadHeaders,
 		access:      opts.AccessLog,
 		log:         opts.Logger,
+		buffers:     newBufferPool(),
 		ids:         newIDSource(),
-		flights:     opts.Flights,
-		loadHeaders: opts.LoadHeaders,
-		busy:        opts.Busy,
-		changed:     opts.Changed,
-		admission:   opts.Admission,
-		class:       DefaultClass,
-		unlimited:   opts.Limiter != nil && opts.Limiter.Stats().Unlimited,
 	}
-	if opts.Admission != nil {
-		p.class = opts.Admission.DefaultClass
+	if err := p.setDefaults(opts); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	p.setDefaults(opts)
 	for _, path := range opts.PassthroughPaths {
 		p.passthrough[path] = true
-	}
-	var transport http.RoundTripper = inMemoryBody{next: opts.Transport}
-	if opts.Transport == nil {
-		pool := poolSize(p.lim.Stats())
-		transport = newDirectTransport(inMemoryBody{next: NewTransport(pool)}, p.engine.Host, pool)
-	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		Transport:      transport,
-		BufferPool:     newBufferPool(),
-		ErrorHandler:   p.engineError,
-		ModifyResponse: p.modifyResponse,
-		ErrorLog:       zap.NewStdLog(p.log.Named("reverseproxy")),
 	}
 	return p, nil
 }
@@ -137,20 +102,11 @@ func (o *Options) validate() error {
 	if o.Engine == nil || o.Engine.Host == "" {
 		errs = append(errs, errors.New("an engine URL with a host is required"))
 	}
-	if o.Limiter == nil {
-		errs = append(errs, errors.New("a limiter is required"))
+	if o.Gate == nil {
+		errs = append(errs, errors.New("a gate is required"))
 	}
 	if o.OverloadStatus != 0 && (o.OverloadStatus < 200 || o.OverloadStatus > 999) {
 		errs = append(errs, fmt.Errorf("overload status must be from 200 through 999, got %d", o.OverloadStatus))
-	}
-	if o.Admission != nil {
-		if err := o.Admission.validate(); err != nil {
-			errs = append(errs, err)
-		} else if o.Limiter != nil {
-			if err := o.Admission.matches(o.Limiter.Stats()); err != nil {
-				errs = append(errs, err)
-			}
-		}
 	}
 	if o.RetryAfter < 0 || o.MaxRequestBodyBytes < 0 {
 		errs = append(errs, errors.New("retry-after and the body limit must not be negative"))
@@ -158,15 +114,9 @@ func (o *Options) validate() error {
 	return errors.Join(errs...)
 }
 
-func (p *Proxy) setDefaults(opts Options) {
+func (p *Proxy) setDefaults(opts Options) error {
 	if p.maxBody == 0 {
 		p.maxBody = DefaultMaxRequestBodyBytes
-	}
-	if p.changed == nil {
-		p.changed = func() {}
-	}
-	if p.obs == nil {
-		p.obs = nopObserver{}
 	}
 	if p.access == nil {
 		p.access = zap.NewNop()
@@ -174,23 +124,30 @@ func (p *Proxy) setDefaults(opts Options) {
 	if p.log == nil {
 		p.log = zap.NewNop()
 	}
+	p.errLog = zap.NewStdLog(p.log.Named("reverseproxy"))
 	status := opts.OverloadStatus
 	if status == 0 {
 		status = 529
 	}
 	p.answers = newAnswers(status, int(opts.RetryAfter/time.Second), p.maxBody)
+	if p.client != nil || p.transport != nil {
+		return nil
+	}
+	c, err := engine.New(engine.Options{URL: p.engineURL, Pool: PoolSize(p.gate.Stats())})
+	p.client = c
+	return err
 }
 
 // StartDraining makes the proxy answer new requests with 503 draining;
 // requests already admitted or queued go on. It cannot be undone.
-func (p *Proxy) StartDraining() { p.draining.Store(true) }
+func (p *Proxy) StartDraining() { p.gate.StartDraining() }
 
 // Draining reports whether StartDraining was called.
-func (p *Proxy) Draining() bool { return p.draining.Load() }
+func (p *Proxy) Draining() bool { return p.gate.Draining() }
 
-// poolSize is the number of idle keep-alive connections to keep to the
+// PoolSize is the number of idle keep-alive connections to keep to the
 // engine: one for every request that may be in flight or about to be.
-func poolSize(s limiter.Stats) int {
+func PoolSize(s limiter.Stats) int {
 	if s.Unlimited {
 		return 1024
 	}

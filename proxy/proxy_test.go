@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -158,7 +159,7 @@ func TestForwardsRequestAndResponse(t *testing.T) {
 				t.Errorf("engine X-Request-Id = %q, want a generated id", id)
 			}
 
-			s := h.waitOutcome(proxy.AdmittedDirect)
+			s := h.waitOutcome(gate.AdmittedDirect)
 			if len(s.queueWaits) != 1 || s.queueWaits[0] != 0 {
 				t.Errorf("QueueWait calls = %v, want [0]", s.queueWaits)
 			}
@@ -167,7 +168,7 @@ func TestForwardsRequestAndResponse(t *testing.T) {
 			}
 			waitFor(t, "the access log line", func() bool { return h.access.Len() == 1 })
 			line := h.accessLines()[0]
-			if line["request_id"] != id || line["outcome"] != string(proxy.AdmittedDirect) || line["status"] != int64(http.StatusCreated) {
+			if line["request_id"] != id || line["outcome"] != string(gate.AdmittedDirect) || line["status"] != int64(http.StatusCreated) {
 				t.Errorf("access log = %v", line)
 			}
 			if st := h.lim.Stats(); st.Holding != 0 || st.AdmittedDirect != 1 {
@@ -218,7 +219,7 @@ func TestOverloadRejectsWithoutReadingBody(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGate()
+			g := newHeldEngine()
 			mux := http.NewServeMux()
 			mux.Handle("/hold", g)
 			mux.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
@@ -300,7 +301,7 @@ func TestOverloadRejectsWithoutReadingBody(t *testing.T) {
 				t.Fatalf("holder answer = %d, %v", r.status, r.err)
 			}
 			s := h.waitDone(2)
-			if s.done[string(proxy.RejectedCapacity)] != 1 || s.done[string(proxy.AdmittedDirect)] != 1 {
+			if s.done[string(gate.RejectedCapacity)] != 1 || s.done[string(gate.AdmittedDirect)] != 1 {
 				t.Errorf("outcomes = %v", s.done)
 			}
 			if len(s.queueWaits) != 1 {
@@ -333,7 +334,7 @@ func TestQueuedRequestBodyReachesEngine(t *testing.T) {
 				te            []string
 			}
 			got := make(chan seen, 1)
-			g := newGate()
+			g := newHeldEngine()
 			mux := http.NewServeMux()
 			mux.Handle("/hold", g)
 			mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
@@ -390,7 +391,7 @@ func TestQueuedRequestBodyReachesEngine(t *testing.T) {
 			}
 
 			s := h.waitDone(2)
-			if s.done[string(proxy.AdmittedQueued)] != 1 || s.done[string(proxy.AdmittedDirect)] != 1 {
+			if s.done[string(gate.AdmittedQueued)] != 1 || s.done[string(gate.AdmittedDirect)] != 1 {
 				t.Errorf("outcomes = %v", s.done)
 			}
 			positive := 0
@@ -419,7 +420,7 @@ func TestClientLeavesQueue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGate()
+			g := newHeldEngine()
 			mux := http.NewServeMux()
 			mux.Handle("/hold", g)
 			mux.HandleFunc("/queued", func(http.ResponseWriter, *http.Request) {
@@ -444,7 +445,7 @@ func TestClientLeavesQueue(t *testing.T) {
 				t.Errorf("limiter stats = %+v", st)
 			}
 			waitFor(t, "the cancelled request's report", func() bool {
-				return h.obs.snapshot().done[string(proxy.CancelledQueued)] == 1
+				return h.obs.snapshot().done[string(gate.CancelledQueued)] == 1
 			})
 
 			g.release()
@@ -452,7 +453,7 @@ func TestClientLeavesQueue(t *testing.T) {
 				t.Fatalf("holder answer = %d, %v", r.status, r.err)
 			}
 			s := h.waitDone(2)
-			if s.done[string(proxy.CancelledQueued)] != 1 || s.done[string(proxy.AdmittedDirect)] != 1 {
+			if s.done[string(gate.CancelledQueued)] != 1 || s.done[string(gate.AdmittedDirect)] != 1 {
 				t.Errorf("outcomes = %v", s.done)
 			}
 			if len(s.queueWaits) != 2 {
@@ -464,7 +465,7 @@ func TestClientLeavesQueue(t *testing.T) {
 			h.waitStats("every slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
 			waitFor(t, "two access log lines", func() bool { return h.access.Len() == 2 })
 			for _, line := range h.accessLines() {
-				if line["outcome"] == string(proxy.CancelledQueued) && line["status"] != int64(proxy.StatusClientClosedRequest) {
+				if line["outcome"] == string(gate.CancelledQueued) && line["status"] != int64(proxy.StatusClientClosedRequest) {
 					t.Errorf("cancelled request logged with status %v", line["status"])
 				}
 			}
@@ -477,8 +478,8 @@ func TestBodyTooLarge(t *testing.T) {
 	over := strings.Repeat("x", maxBody+36)
 	tooLargeBody := errorJSON("Request body larger than 64 bytes", "invalid_request_error", http.StatusRequestEntityTooLarge)
 
-	newTooLargeHarness := func(t *testing.T, queueLen int) (*harness, *gate) {
-		g := newGate()
+	newTooLargeHarness := func(t *testing.T, queueLen int) (*harness, *heldEngine) {
+		g := newHeldEngine()
 		mux := http.NewServeMux()
 		mux.Handle("/hold", g)
 		mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
@@ -531,7 +532,7 @@ func TestBodyTooLarge(t *testing.T) {
 		g.release()
 		receive(t, "the holder's answer", held)
 		s := h.waitDone(2)
-		if s.done[string(proxy.RejectedTooLarge)] != 1 || s.done[string(proxy.AdmittedDirect)] != 1 {
+		if s.done[string(gate.RejectedTooLarge)] != 1 || s.done[string(gate.AdmittedDirect)] != 1 {
 			t.Errorf("outcomes = %v", s.done)
 		}
 		if len(s.queueWaits) != 2 {
@@ -550,7 +551,7 @@ func TestBodyTooLarge(t *testing.T) {
 		if st.AdmittedDirect != 1 {
 			t.Errorf("limiter stats = %+v", st)
 		}
-		s := h.waitOutcome(proxy.RejectedTooLarge)
+		s := h.waitOutcome(gate.RejectedTooLarge)
 		if len(s.firstBytes) != 0 {
 			t.Errorf("FirstByte calls = %v for a refused request", s.firstBytes)
 		}
@@ -561,7 +562,7 @@ func TestBodyTooLarge(t *testing.T) {
 		res := h.do(newRequest(t, http.MethodPost, h.url("/big"), strings.NewReader(over)))
 		check413(t, res)
 		s := h.waitDone(1)
-		if s.done[string(proxy.RejectedTooLarge)] != 1 || len(s.queueWaits) != 0 {
+		if s.done[string(gate.RejectedTooLarge)] != 1 || len(s.queueWaits) != 0 {
 			t.Errorf("outcomes = %v, QueueWait calls = %v", s.done, s.queueWaits)
 		}
 		if st := h.lim.Stats(); st.AdmittedDirect != 0 || st.RejectedFull != 0 || st.Holding != 0 || st.Waiting != 0 {
@@ -600,7 +601,7 @@ func TestBodyTooLarge(t *testing.T) {
 			if res.err != nil || res.status != http.StatusOK {
 				t.Fatalf("answer = %d %q, %v; want 200", res.status, res.body, res.err)
 			}
-			h.waitOutcome(proxy.AdmittedDirect)
+			h.waitOutcome(gate.AdmittedDirect)
 		})
 	}
 }
@@ -617,7 +618,7 @@ func TestQueueTimeout(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGate()
+			g := newHeldEngine()
 			mux := http.NewServeMux()
 			mux.Handle("/hold", g)
 			h := newHarness(t, harnessConfig{
@@ -654,7 +655,7 @@ func TestQueueTimeout(t *testing.T) {
 			g.release()
 			receive(t, "the holder's answer", held)
 			s := h.waitDone(2)
-			if s.done[string(proxy.RejectedQueueTimeout)] != 1 {
+			if s.done[string(gate.RejectedQueueTimeout)] != 1 {
 				t.Errorf("outcomes = %v", s.done)
 			}
 			if len(s.queueWaits) != 2 {
@@ -734,7 +735,7 @@ func TestStreamsWithoutBuffering(t *testing.T) {
 			}
 			h.waitStats("the slot to be released after the stream", func(s limiter.Stats) bool { return s.Holding == 0 })
 			s := h.waitDone(1)
-			if s.done[string(proxy.AdmittedDirect)] != 1 || len(s.firstBytes) != 1 {
+			if s.done[string(gate.AdmittedDirect)] != 1 || len(s.firstBytes) != 1 {
 				t.Errorf("outcomes = %v, FirstByte calls = %v", s.done, s.firstBytes)
 			}
 		})
@@ -792,7 +793,7 @@ func TestEngineBreaksMidStream(t *testing.T) {
 				t.Fatal("the broken stream was never ended")
 			}
 			h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
-			h.waitOutcome(proxy.EngineError)
+			h.waitOutcome(gate.EngineError)
 		})
 	}
 }
@@ -834,7 +835,7 @@ func TestClientDisconnectsMidStream(t *testing.T) {
 
 			receive(t, "the engine to see its request cancelled", engineCancelled)
 			h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
-			h.waitOutcome(proxy.CancelledRunning)
+			h.waitOutcome(gate.CancelledRunning)
 		})
 	}
 }
@@ -847,7 +848,7 @@ func TestEngineFailures(t *testing.T) {
 		wantBody    string
 		wantReason  string
 		wantRetry   string
-		wantOutcome proxy.Outcome
+		wantOutcome gate.Outcome
 	}{
 		{
 			name:       "engine unreachable",
@@ -857,7 +858,7 @@ func TestEngineFailures(t *testing.T) {
 			// No Retry-After: an unreachable engine is not overload, and a
 			// client should not be told to come back at a set time.
 			wantRetry:   "",
-			wantOutcome: proxy.RejectedUnavailable,
+			wantOutcome: gate.RejectedUnavailable,
 		},
 		{
 			name: "engine error status passes through",
@@ -868,7 +869,7 @@ func TestEngineFailures(t *testing.T) {
 			}),
 			wantStatus:  http.StatusInternalServerError,
 			wantBody:    "boom\n",
-			wantOutcome: proxy.AdmittedDirect,
+			wantOutcome: gate.AdmittedDirect,
 		},
 	}
 	for _, tc := range tests {
@@ -965,7 +966,7 @@ func TestDraining(t *testing.T) {
 
 	waitFor(t, "four access log lines", func() bool { return h.access.Len() == 4 })
 	s := h.obs.snapshot()
-	if s.total() != 3 || s.done[string(proxy.RejectedDraining)] != 2 || s.done[string(proxy.AdmittedDirect)] != 1 {
+	if s.total() != 3 || s.done[string(gate.RejectedDraining)] != 2 || s.done[string(gate.AdmittedDirect)] != 1 {
 		t.Errorf("outcomes = %v; the passthrough request must not be reported", s.done)
 	}
 	if n := h.engine.count("/v1/completions"); n != 1 {
@@ -975,7 +976,7 @@ func TestDraining(t *testing.T) {
 		t.Errorf("engine saw %d /health, want 1", n)
 	}
 	lines := h.accessLines()
-	if last := lines[len(lines)-1]; last["path"] != "/health" || last["outcome"] != string(proxy.Passthrough) {
+	if last := lines[len(lines)-1]; last["path"] != "/health" || last["outcome"] != string(gate.Passthrough) {
 		t.Errorf("passthrough access log = %v", last)
 	}
 	if st := h.lim.Stats(); st.AdmittedDirect != 1 {
@@ -984,7 +985,7 @@ func TestDraining(t *testing.T) {
 }
 
 func TestPassthroughTakesNoSlot(t *testing.T) {
-	g := newGate()
+	g := newHeldEngine()
 	mux := http.NewServeMux()
 	mux.Handle("/hold", g)
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "healthy\n") })
@@ -1011,7 +1012,7 @@ func TestPassthroughTakesNoSlot(t *testing.T) {
 	g.release()
 	receive(t, "the holder's answer", held)
 	s := h.waitDone(2)
-	if s.done[string(proxy.AdmittedDirect)] != 1 || s.done[string(proxy.RejectedCapacity)] != 1 {
+	if s.done[string(gate.AdmittedDirect)] != 1 || s.done[string(gate.RejectedCapacity)] != 1 {
 		t.Errorf("outcomes = %v", s.done)
 	}
 	waitFor(t, "five access log lines", func() bool { return h.access.Len() == 5 })
@@ -1022,24 +1023,32 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g, err := gate.New(gate.Options{Limiter: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := gate.New(gate.Options{Limiter: limiter.NewUnlimited()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	engine := &url.URL{Scheme: "http", Host: "127.0.0.1:9"}
 	tests := []struct {
 		name    string
 		opts    proxy.Options
 		wantErr string // empty: valid
 	}{
-		{name: "minimal", opts: proxy.Options{Engine: engine, Limiter: lim}},
-		{name: "unlimited limiter", opts: proxy.Options{Engine: engine, Limiter: limiter.NewUnlimited()}},
-		{name: "overload 429", opts: proxy.Options{Engine: engine, Limiter: lim, OverloadStatus: 429}},
-		{name: "overload 999", opts: proxy.Options{Engine: engine, Limiter: lim, OverloadStatus: 999}},
-		{name: "missing engine", opts: proxy.Options{Limiter: lim}, wantErr: "engine"},
-		{name: "engine without host", opts: proxy.Options{Engine: &url.URL{Path: "/v1"}, Limiter: lim}, wantErr: "engine"},
-		{name: "missing limiter", opts: proxy.Options{Engine: engine}, wantErr: "limiter"},
-		{name: "overload status 100", opts: proxy.Options{Engine: engine, Limiter: lim, OverloadStatus: 100}, wantErr: "overload status"},
-		{name: "overload status 1000", opts: proxy.Options{Engine: engine, Limiter: lim, OverloadStatus: 1000}, wantErr: "overload status"},
-		{name: "negative retry-after", opts: proxy.Options{Engine: engine, Limiter: lim, RetryAfter: -time.Second}, wantErr: "negative"},
-		{name: "negative body limit", opts: proxy.Options{Engine: engine, Limiter: lim, MaxRequestBodyBytes: -1}, wantErr: "negative"},
-		{name: "every error at once", opts: proxy.Options{OverloadStatus: 1}, wantErr: "limiter"},
+		{name: "minimal", opts: proxy.Options{Engine: engine, Gate: g}},
+		{name: "unlimited limiter", opts: proxy.Options{Engine: engine, Gate: open}},
+		{name: "overload 429", opts: proxy.Options{Engine: engine, Gate: g, OverloadStatus: 429}},
+		{name: "overload 999", opts: proxy.Options{Engine: engine, Gate: g, OverloadStatus: 999}},
+		{name: "missing engine", opts: proxy.Options{Gate: g}, wantErr: "engine"},
+		{name: "engine without host", opts: proxy.Options{Engine: &url.URL{Path: "/v1"}, Gate: g}, wantErr: "engine"},
+		{name: "missing gate", opts: proxy.Options{Engine: engine}, wantErr: "gate"},
+		{name: "overload status 100", opts: proxy.Options{Engine: engine, Gate: g, OverloadStatus: 100}, wantErr: "overload status"},
+		{name: "overload status 1000", opts: proxy.Options{Engine: engine, Gate: g, OverloadStatus: 1000}, wantErr: "overload status"},
+		{name: "negative retry-after", opts: proxy.Options{Engine: engine, Gate: g, RetryAfter: -time.Second}, wantErr: "negative"},
+		{name: "negative body limit", opts: proxy.Options{Engine: engine, Gate: g, MaxRequestBodyBytes: -1}, wantErr: "negative"},
+		{name: "every error at once", opts: proxy.Options{OverloadStatus: 1}, wantErr: "gate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1065,16 +1074,16 @@ func TestNewValidates(t *testing.T) {
 
 func TestOutcomesListsEveryReportedOutcome(t *testing.T) {
 	want := map[string]bool{}
-	for _, o := range []proxy.Outcome{
-		proxy.AdmittedDirect, proxy.AdmittedQueued, proxy.RejectedCapacity, proxy.RejectedQueueTimeout,
-		proxy.RejectedPolicy, proxy.RejectedRateLimited, proxy.RejectedBusy, proxy.RejectedUnavailable, proxy.RejectedDraining,
-		proxy.RejectedTooLarge, proxy.RejectedBadRequest,
-		proxy.CancelledQueued,
-		proxy.CancelledRunning, proxy.EngineError,
+	for _, o := range []gate.Outcome{
+		gate.AdmittedDirect, gate.AdmittedQueued, gate.RejectedCapacity, gate.RejectedQueueTimeout,
+		gate.RejectedPolicy, gate.RejectedRateLimited, gate.RejectedBusy, gate.RejectedUnavailable, gate.RejectedDraining,
+		gate.RejectedTooLarge, gate.RejectedBadRequest,
+		gate.CancelledQueued,
+		gate.CancelledRunning, gate.EngineError,
 	} {
 		want[string(o)] = true
 	}
-	got := proxy.Outcomes()
+	got := gate.Outcomes()
 	if len(got) != len(want) {
 		t.Errorf("Outcomes() = %q", got)
 	}
@@ -1221,10 +1230,10 @@ func TestMixedLoadReleasesEverySlot(t *testing.T) {
 	st := h.waitStats("every slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 && s.Waiting == 0 })
 	s := h.waitDone(total)
 	t.Logf("outcomes %v; limiter %+v", s.done, st)
-	if got := uint64(s.done[string(proxy.RejectedCapacity)]); got != st.RejectedFull {
+	if got := uint64(s.done[string(gate.RejectedCapacity)]); got != st.RejectedFull {
 		t.Errorf("rejected_capacity = %d, limiter RejectedFull = %d", got, st.RejectedFull)
 	}
-	if got, want := uint64(s.done[string(proxy.AdmittedQueued)]), st.AdmittedQueued; got > want {
+	if got, want := uint64(s.done[string(gate.AdmittedQueued)]), st.AdmittedQueued; got > want {
 		t.Errorf("admitted_queued = %d > limiter AdmittedQueued = %d", got, want)
 	}
 
@@ -1249,7 +1258,7 @@ func TestMixedLoadReleasesEverySlot(t *testing.T) {
 // HTTP/2 stream is refused on its own; "Connection: close" would make the
 // server send GOAWAY to every stream of the connection).
 func TestHTTP2RejectionKeepsConnection(t *testing.T) {
-	g := newGate()
+	g := newHeldEngine()
 	mux := http.NewServeMux()
 	mux.Handle("/hold", g)
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(w, r.Body) })
@@ -1277,7 +1286,7 @@ func TestHTTP2RejectionKeepsConnection(t *testing.T) {
 		t.Errorf("the client opened %d connections, want 1 shared by every stream", n)
 	}
 	s := h.waitDone(3)
-	if s.done[string(proxy.RejectedCapacity)] != 1 || s.done[string(proxy.AdmittedDirect)] != 2 {
+	if s.done[string(gate.RejectedCapacity)] != 1 || s.done[string(gate.AdmittedDirect)] != 2 {
 		t.Errorf("outcomes = %v", s.done)
 	}
 }
@@ -1287,7 +1296,7 @@ func TestHTTP2RejectionKeepsConnection(t *testing.T) {
 // body) gets a 400 with slotgate's reason, not an empty 200, and never
 // reaches the engine.
 func TestQueuedBodyUnreadableIsABadRequest(t *testing.T) {
-	g := newGate()
+	g := newHeldEngine()
 	mux := http.NewServeMux()
 	mux.Handle("/hold", g)
 	mux.HandleFunc("/v1/completions", func(http.ResponseWriter, *http.Request) {
@@ -1317,7 +1326,7 @@ func TestQueuedBodyUnreadableIsABadRequest(t *testing.T) {
 		t.Fatalf("holder answer = %d, %v", r.status, r.err)
 	}
 	s := h.waitDone(2)
-	if s.done[string(proxy.RejectedBadRequest)] != 1 {
+	if s.done[string(gate.RejectedBadRequest)] != 1 {
 		t.Errorf("outcomes = %v, want one rejected_bad_request", s.done)
 	}
 }
@@ -1344,7 +1353,7 @@ func TestDirectBodyUnreadableIsABadRequest(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(proxy.ReasonHeader) != "bad_request" {
 		t.Errorf("answer = %d %s %q, want 400 bad_request", resp.StatusCode, resp.Header.Get(proxy.ReasonHeader), b)
 	}
-	h.waitOutcome(proxy.RejectedBadRequest)
+	h.waitOutcome(gate.RejectedBadRequest)
 	h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
 }
 
@@ -1365,7 +1374,7 @@ func TestSmallBodyCutShortNeverReachesEngine(t *testing.T) {
 	}
 	h.waitStats("the request to hold its slot", func(s limiter.Stats) bool { return s.Holding == 1 })
 	_ = conn.Close()
-	h.waitOutcome(proxy.CancelledRunning)
+	h.waitOutcome(gate.CancelledRunning)
 	h.waitStats("the slot to be released", func(s limiter.Stats) bool { return s.Holding == 0 })
 }
 
@@ -1394,7 +1403,7 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 	if g, _ := got.Load().(string); g != body {
 		t.Errorf("engine got %d bytes, want the %d sent", len(g), len(body))
 	}
-	h.waitOutcome(proxy.AdmittedDirect)
+	h.waitOutcome(gate.AdmittedDirect)
 }
 
 // TestAbortedSlotHandedOnAfterGrace: when a client leaves a running
@@ -1403,7 +1412,7 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 // that ends normally goes on at once (other tests).
 func TestAbortedSlotHandedOnAfterGrace(t *testing.T) {
 	const grace = 5 * time.Millisecond
-	g := newGate()
+	g := newHeldEngine()
 	forwardedAt := make(chan time.Time, 1)
 	mux := http.NewServeMux()
 	mux.Handle("/hold", g)

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 // Outcome is how one request ended; each admitted or refused request has
 // exactly one. The values are Prometheus label values of
@@ -17,14 +17,14 @@ const (
 	// RejectedPolicy: refused by the admission policy's classifier
 	// (capacity exhausted, or a class it chose that does not exist).
 	RejectedPolicy Outcome = "rejected_policy"
-	// RejectedRateLimited: refused by the classifier as rate limited (429).
+	// RejectedRateLimited: refused by the classifier as rate limited.
 	RejectedRateLimited Outcome = "rejected_rate_limited"
 	// RejectedBusy: refused while the worker was busy (--reject-when-busy).
 	RejectedBusy        Outcome = "rejected_busy"
 	RejectedUnavailable Outcome = "rejected_unavailable"
 	RejectedDraining    Outcome = "rejected_draining"
 	RejectedTooLarge    Outcome = "rejected_too_large"
-	// RejectedBadRequest: the request body could not be read (a malformed
+	// RejectedBadRequest: the request could not be read (a malformed
 	// chunked body, a broken upload) while the client was still there.
 	RejectedBadRequest Outcome = "rejected_bad_request"
 	// CancelledQueued: the client left before its request reached the
@@ -42,13 +42,16 @@ const (
 func Outcomes() []string {
 	return []string{
 		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
-		string(RejectedQueueTimeout), string(RejectedPolicy), string(RejectedRateLimited), string(RejectedBusy), string(RejectedUnavailable), string(RejectedDraining),
-		string(RejectedTooLarge), string(RejectedBadRequest), string(CancelledQueued), string(CancelledRunning),
-		string(EngineError),
+		string(RejectedQueueTimeout), string(RejectedPolicy), string(RejectedRateLimited), string(RejectedBusy),
+		string(RejectedUnavailable), string(RejectedDraining), string(RejectedTooLarge), string(RejectedBadRequest),
+		string(CancelledQueued), string(CancelledRunning), string(EngineError),
 	}
 }
 
-// Observer receives what the proxy measures. Implementations must be safe
+// served reports whether o is the outcome of a request the engine served.
+func (o Outcome) served() bool { return o == AdmittedDirect || o == AdmittedQueued }
+
+// Observer receives what the gate measures. Implementations must be safe
 // for concurrent use and fast: they run on the request path.
 type Observer interface {
 	// RequestDone is called once per request that went through admission.

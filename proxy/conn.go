@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+
+	"github.com/slotgate/slotgate/engine"
 )
 
 type connKey struct{}
@@ -11,7 +13,8 @@ type connKey struct{}
 // ConnContext is the http.Server ConnContext hook that lets the proxy
 // look at a request's client connection when a queued request is granted
 // a slot (see clientLeft). Servers of a Proxy should set it; without it,
-// a departed client is seen only once net/http has read its close.
+// a departed client is seen only once net/http has read its close. The
+// connection is net/http's per-connection context, not per-request data.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
@@ -31,5 +34,5 @@ func clientLeft(r *http.Request) bool {
 		return true
 	}
 	c, ok := r.Context().Value(connKey{}).(net.Conn)
-	return ok && peerClosed(c)
+	return ok && engine.PeerClosed(c)
 }

@@ -1,0 +1,201 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/slotgate/slotgate/admission"
+	"github.com/slotgate/slotgate/limiter"
+)
+
+// Request is what admission needs to know of a request, whatever its
+// protocol.
+type Request struct {
+	// TooLarge says the request is known to be over the adapter's size
+	// limit before anything of it was read: it is refused at once.
+	TooLarge bool
+	// Session and Headers are what a classifier may read; the adapter
+	// fills them only when the Policy names a session header or captures
+	// headers.
+	Session string
+	Headers map[string]string
+	// InputTokens is an upper bound of the prompt's size, when known
+	// before its body was read.
+	InputTokens      int
+	InputTokensKnown bool
+	// Watch proves the client alive while the request waits; nil when the
+	// context alone tells (the request's context ends when its client
+	// leaves).
+	Watch Watch
+}
+
+// Watch is the protocol's proof of life for a request that has to wait.
+// HTTP/1 notices a departed client only once the request body has been
+// read, so its watch reads the body while the request waits.
+type Watch interface {
+	// Start begins watching. It is called at most once, maybe on another
+	// goroutine (the limiter's, or a timer's). A watch that fails calls
+	// fail with the reason, which ends the wait; a reason wrapping
+	// ErrTooLarge refuses the request as too large.
+	Start(fail func(error))
+	// Settle waits for the watch to end and returns its error, nil when it
+	// ended well. cut says the request goes no further, so a slow watch
+	// (a client that sends slowly) may be cut short. It is called only
+	// after Start, once.
+	Settle(cut bool) error
+	// Gone reports whether the client is known to have left though the
+	// request's context has not ended (an HTTP/1 socket closed by the
+	// peer, not yet read by net/http). It must be cheap: it is asked
+	// once, of a request granted a slot after waiting.
+	Gone() bool
+}
+
+// ErrTooLarge is the reason a Watch gives when the request passed the
+// adapter's size limit while it waited.
+var ErrTooLarge = errors.New("request too large")
+
+// Decision is what Admit decided.
+type Decision struct {
+	// Admitted is true when the exchange holds a slot: the request goes on
+	// to the engine. Otherwise the exchange's Outcome says why not.
+	Admitted bool
+	// Message is the classifier's own message for rejected_policy and
+	// rejected_rate_limited; empty for slotgate's own refusals.
+	Message string
+	// Watched says the request's Watch was started (and settled).
+	Watched bool
+}
+
+// refuse ends an exchange's admission with outcome o.
+func refuse(ex *Exchange, o Outcome) Decision {
+	ex.Outcome = o
+	return Decision{}
+}
+
+// Admit decides whether the request of ex gets an engine slot, waiting in
+// the queue when it has to. ctx is the request's context: it ends when
+// the client leaves. On Admitted, the exchange holds a slot until Finish;
+// otherwise it holds nothing, and its Outcome is the refusal. Either way
+// the adapter ends the exchange with Finish.
+//
+// The checks come in this order: draining, TooLarge, busy, then the
+// classifier and the limiter.
+func (g *Gate) Admit(ctx context.Context, ex *Exchange, req Request) Decision {
+	ex.g, ex.Class = g, g.class
+	switch {
+	case g.draining.Load():
+		return refuse(ex, RejectedDraining)
+	case req.TooLarge:
+		return refuse(ex, RejectedTooLarge)
+	case g.busy != nil && g.busy():
+		return refuse(ex, RejectedBusy)
+	}
+	if g.policy == nil && ctx.Err() == nil {
+		// Most requests are admitted or refused at once: they need
+		// neither the wait's context nor the watch.
+		release, err := g.lim.TryAcquire(limiter.Request{})
+		switch {
+		case err == nil:
+			return g.grant(ex, release)
+		case !errors.Is(err, limiter.ErrWouldWait):
+			return g.refuseAcquire(ex, err, nil, false)
+		}
+	}
+	return g.admitWaiting(ctx, ex, req)
+}
+
+// admitWaiting classifies the request and asks the limiter for a slot,
+// watching the client from the moment the request has to wait.
+func (g *Gate) admitWaiting(parent context.Context, ex *Exchange, req Request) Decision {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	w := newWatcher(req.Watch, cancel)
+	lreq, err := g.classify(ctx, ex, req, w)
+	if err != nil {
+		// What ended the classification is read before the watch is cut
+		// short, which may end ctx (and parent) itself.
+		ended, cause, gone := ctx.Err() != nil, context.Cause(ctx), parent.Err() != nil
+		w.settle(true)
+		d := g.refuseClassified(ex, err, ended, cause, gone)
+		d.Watched = w.started()
+		return d
+	}
+	var queuedAt time.Time
+	lreq.OnQueued = func() {
+		queuedAt = time.Now()
+		w.start()
+		g.changed()
+	}
+	release, err := g.lim.AcquireRequest(ctx, lreq)
+	if !queuedAt.IsZero() {
+		ex.Queued = true
+		ex.QueueWait += time.Since(queuedAt) // after any classifier deferral
+	}
+	if w.started() && w.settle(err != nil) != nil && err == nil {
+		release()
+		err = context.Cause(ctx)
+	}
+	gone := parent.Err() != nil
+	if err == nil && (gone || ex.Queued && w.gone()) {
+		// Granted, but the client left meanwhile: never send it.
+		release()
+		err, gone = context.Canceled, true
+	}
+	var d Decision
+	if err != nil {
+		d = g.refuseAcquire(ex, err, context.Cause(ctx), gone || parent.Err() != nil)
+	} else {
+		d = g.grant(ex, release)
+	}
+	d.Watched = w.started()
+	return d
+}
+
+// grant gives the exchange its slot.
+func (g *Gate) grant(ex *Exchange, release func()) Decision {
+	ex.admitted, ex.release, ex.Outcome = true, release, AdmittedDirect
+	if ex.Queued {
+		ex.Outcome = AdmittedQueued
+	}
+	return Decision{Admitted: true}
+}
+
+// refuseAcquire ends the admission of a request that got no slot. cause
+// is the wait's cause, which tells a request over the size limit from a
+// departed client; a watch that failed while the client is still there is
+// a bad request.
+func (g *Gate) refuseAcquire(ex *Exchange, err, cause error, clientGone bool) Decision {
+	switch {
+	case errors.Is(err, limiter.ErrQueueFull):
+		return refuse(ex, RejectedCapacity)
+	case errors.Is(err, limiter.ErrQueueTimeout):
+		return refuse(ex, RejectedQueueTimeout)
+	case errors.Is(cause, ErrTooLarge):
+		return refuse(ex, RejectedTooLarge)
+	case !clientGone:
+		return refuse(ex, RejectedBadRequest)
+	}
+	return refuse(ex, CancelledQueued) // the client left while it waited
+}
+
+// refuseClassified ends the admission of a request its classifier did not
+// admit: the classifier's rejection; or, when the request's context had
+// ended while the classifier deferred it (ended, with its cause; gone when
+// the client had left), what ended it.
+func (g *Gate) refuseClassified(ex *Exchange, err error, ended bool, cause error, gone bool) Decision {
+	switch {
+	case errors.Is(err, errUnknownClass):
+		return refuse(ex, RejectedPolicy)
+	case ended:
+		return g.refuseAcquire(ex, context.Canceled, cause, gone)
+	}
+	rej := admission.AsRejection(err)
+	o := RejectedPolicy
+	if rej.Kind == admission.RateLimited {
+		o = RejectedRateLimited
+	}
+	d := refuse(ex, o)
+	d.Message = rej.Message
+	return d
+}

@@ -1,0 +1,35 @@
+// Package gate is slotgate's admission, whatever the protocol: it
+// classifies a request, takes its engine slot from the limiter or queues
+// it, watches its client while it waits, decides its one outcome, follows
+// its lifecycle (slot, flight, classifier events) and releases it. The
+// HTTP proxy is an adapter over it, and so is any other protocol: the
+// adapter turns a Decision into its own answer and forwards the rest.
+//
+// One request's life is an Exchange with three steps, in order:
+//
+//	Admit   draining, size, busy, classify, limiter (at once or queued)
+//	Send    the flight begins and the classifier hears Sent; the adapter
+//	        forwards, reporting Responding, the prompt and the tokens
+//	Finish  the flight ends, the slot is released, the lifecycle ends,
+//	        the request is reported
+//
+// Invariants:
+//
+//   - Admit decides once: the exchange either holds a slot (Decision.Admitted)
+//     or has a refusal outcome, and a refused exchange holds nothing.
+//   - A request that has to wait (in the queue, or deferred by its
+//     classifier for more than a millisecond) has its Watch started, so a
+//     client that leaves is seen at once; a watch that fails ends the wait.
+//     A request granted a slot after its client left is never sent: its
+//     slot is handed on and its outcome is cancelled_queued.
+//   - Finish releases the slot exactly once: at once, or after a 5 ms
+//     abort grace when the client left while the engine served it.
+//   - Every exchange that went through Admit is reported to the Observer
+//     once, with exactly one outcome; a passthrough exchange never is.
+//   - A classifier that panics, in Classify or OnEvent, costs neither the
+//     answer nor the metrics: the panic is logged and the request refused
+//     (Classify) or the event dropped (OnEvent).
+//
+// The package knows nothing of net/http or gRPC (deps_test.go checks it):
+// what it needs of a protocol is a Watch.
+package gate

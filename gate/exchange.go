@@ -1,0 +1,104 @@
+package gate
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/slotgate/slotgate/admission"
+	"github.com/slotgate/slotgate/load/inflight"
+)
+
+// Exchange is one request's life through slotgate, whatever its protocol:
+// every fact admission and the lifecycle know about it. A protocol
+// adapter makes one per request (embedding it saves an allocation), sets
+// ID and Start, and takes it through Admit, Send and Finish. It is used by
+// the request's goroutine, except where a method says otherwise.
+type Exchange struct {
+	// ID is the request's id, for logs, the engine and the classifier.
+	ID string
+	// Start is when the request arrived.
+	Start time.Time
+	// Class is the request's policy class, for the metrics: set by Admit.
+	Class string
+	// Outcome is how the request ended; set by Admit, and by the adapter
+	// when forwarding fails (Fail).
+	Outcome Outcome
+	// Queued is set when the request waited in the limiter's queue.
+	Queued bool
+	// QueueWait is how long it waited: in the queue, or deferred by its
+	// classifier.
+	QueueWait time.Duration
+	// FirstByte is when the first byte of the answer went to the client;
+	// zero until then. The adapter sets it.
+	FirstByte time.Time
+
+	g        *Gate
+	admitted bool               // it held a slot
+	release  func()             // the slot's release, until Finish
+	adm      *admission.Request // as the classifier saw it; nil unclassified
+	flight   *inflight.Flight   // its load, from Send to Finish; nil untracked
+	prompt   atomic.Int64       // the prompt estimate, for the context size
+}
+
+// Fail records how a request that was admitted failed on its way to or
+// from the engine. A passthrough exchange keeps its outcome.
+func (ex *Exchange) Fail(o Outcome) {
+	if ex.Outcome != Passthrough {
+		ex.Outcome = o
+	}
+}
+
+// Send marks the request sent to the engine: its flight begins on rank
+// (inflight.Unpinned when the engine chooses) and the classifier hears
+// Sent.
+func (ex *Exchange) Send(rank int) {
+	if ex.g == nil {
+		return // a passthrough exchange never met the gate
+	}
+	if ex.g.flights != nil && ex.admitted {
+		ex.flight = ex.g.flights.Begin(rank)
+	}
+	ex.g.event(ex, admission.Sent)
+}
+
+// Counting reports whether the request's tokens are counted: SetPrompt,
+// Prefilled and SetGenerated do something.
+func (ex *Exchange) Counting() bool { return ex.flight != nil }
+
+// SetPrompt gives the prompt estimate, in tokens, to the flight and keeps
+// it for the context size. It may run on another goroutine (the one
+// sending the body).
+func (ex *Exchange) SetPrompt(tokens int) {
+	if ex.flight == nil {
+		return
+	}
+	ex.flight.SetPrompt(tokens)
+	ex.prompt.Store(int64(tokens))
+}
+
+// Responding marks the head of the engine's answer received; the
+// classifier hears Responding.
+func (ex *Exchange) Responding() {
+	if ex.g != nil {
+		ex.g.event(ex, admission.Responding)
+	}
+}
+
+// Prefilled marks the end of the request's prefill: its first token, or
+// an answer that brings none.
+func (ex *Exchange) Prefilled() {
+	if ex.flight != nil {
+		ex.flight.Prefilled()
+	}
+}
+
+// SetGenerated gives the number of tokens generated so far.
+func (ex *Exchange) SetGenerated(n int) {
+	if ex.flight == nil {
+		return
+	}
+	ex.flight.SetGenerated(n)
+	if ex.adm != nil {
+		ex.adm.SetContextTokens(int(ex.prompt.Load()) + n)
+	}
+}

@@ -1,0 +1,56 @@
+package gate
+
+import "time"
+
+// abortGrace is how long the slot of a request whose client left while
+// the engine was serving it stays taken before it is handed on. The
+// engine needs a moment to see the abort (vLLM frees the request at its
+// next step), so handing the slot on at once would let it run N+1
+// requests; and clients that die together (a client process killed with
+// many requests) close their sockets over a few hundred microseconds,
+// which the queued ones' grants must not outrun (see Watch.Gone).
+const abortGrace = 5 * time.Millisecond
+
+// Finish ends an exchange: its flight ends, its slot is released (after
+// abortGrace when clientGone says its client left while it ran), the
+// classifier hears Completed or Aborted, and the request is reported to
+// the Observer once. A passthrough exchange only has its flight ended.
+// Nothing of the exchange may be used by the gate afterwards; the adapter
+// may still read its fields.
+func (g *Gate) Finish(ex *Exchange, clientGone bool) {
+	if ex.flight != nil {
+		ex.flight.End()
+	}
+	if ex.release != nil {
+		g.releaseSlot(ex.release, clientGone)
+		ex.release = nil
+	}
+	if ex.Outcome == Passthrough {
+		return
+	}
+	g.endLifecycle(ex)
+	g.changed() // the slot or queue place is free by now
+	g.report(ex)
+}
+
+// releaseSlot releases a slot: at once, or after abortGrace when its
+// client left while it ran.
+func (g *Gate) releaseSlot(release func(), clientGone bool) {
+	if clientGone {
+		time.AfterFunc(abortGrace, func() { release(); g.changed() })
+		return
+	}
+	release()
+}
+
+// report gives the Observer the request's outcome, its queue wait and its
+// time to first byte.
+func (g *Gate) report(ex *Exchange) {
+	g.obs.RequestDone(string(ex.Outcome), ex.Class)
+	if ex.admitted || ex.Queued {
+		g.obs.QueueWait(ex.Class, ex.QueueWait.Seconds())
+	}
+	if !ex.FirstByte.IsZero() && ex.Outcome.served() {
+		g.obs.FirstByte(ex.FirstByte.Sub(ex.Start).Seconds())
+	}
+}

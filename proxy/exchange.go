@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotgate/slotgate/gate"
+)
+
+// exchange is one HTTP request's life through the proxy: the gate's
+// Exchange (admission, slot, flight, outcome, events) and what only HTTP
+// knows of it: the request as forwarded, its body, and what was written
+// back. One is allocated per request; the handler's goroutine owns it,
+// except bodyErr and the gate's prompt, written while the engine
+// transport sends the body.
+type exchange struct {
+	gate.Exchange
+	p  *Proxy
+	in *http.Request // as the client sent it
+	r  *http.Request // as it is forwarded: in, or a copy with its body replaced
+	// out is the client's ResponseWriter, counting what goes through.
+	out responseWriter
+	// bytesIn is the request body's size: declared, or read while it
+	// waited (-1 when unknown).
+	bytesIn int64
+	// body is the request body when it is held in memory (read while the
+	// request waited, or a small one read at admission); nil when it
+	// streams.
+	body []byte
+	// bodyPending is set while an HTTP/1.x request body may still be
+	// unread on the connection and may not have arrived; an answer of
+	// slotgate's own then closes the connection (see answer.write).
+	bodyPending bool
+	// bodyErr is the first error reading a forwarded request body: the
+	// client's fault, not the engine's.
+	bodyErr atomic.Pointer[error]
+	// watch reads the body of a request that waits (gate.Watch).
+	watch bodyWatch
+	// rp forwards this exchange: httputil.ReverseProxy with the
+	// exchange's own Rewrite, Transport and ErrorHandler.
+	rp httputil.ReverseProxy
+}
+
+// smallBody is the largest declared request body taken to have arrived with
+// its headers; see answer.write.
+const smallBody = 64 << 10
+
+func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
+	ex := &exchange{p: p, in: r, r: r, bytesIn: r.ContentLength,
+		bodyPending: r.ProtoMajor == 1 && (r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody))}
+	ex.ID, ex.Start = p.ids.forRequest(r), time.Now()
+	ex.out.ResponseWriter, ex.out.ex = w, ex
+	ex.watch.ex = ex
+	return ex
+}
+
+// clientGone reports whether the client left: its context ended or a write
+// to it failed.
+func (ex *exchange) clientGone() bool {
+	return ex.in.Context().Err() != nil || ex.out.writeErr != nil
+}
+
+// responseWriter is the client's ResponseWriter as the proxy writes to
+// it: it learns the status, the bytes written, the time of the first
+// byte (the exchange's FirstByte) and the first write error.
+type responseWriter struct {
+	http.ResponseWriter
+	ex       *exchange
+	status   int
+	bytes    int64
+	writeErr error
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.ex.FirstByte.IsZero() {
+		w.ex.FirstByte = time.Now()
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	if err != nil && w.writeErr == nil {
+		w.writeErr = err
+	}
+	return n, err
+}
+
+// FlushError lets http.ResponseController (used by httputil.ReverseProxy)
+// flush through the wrapper; streaming depends on it.
+func (w *responseWriter) FlushError() error {
+	err := http.NewResponseController(w.ResponseWriter).Flush()
+	if err != nil && w.writeErr == nil {
+		w.writeErr = err
+	}
+	return err
+}
+
+// Unwrap exposes the underlying writer to http.ResponseController, for read
+// deadlines and full duplex.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,153 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/slotgate/slotgate/gate"
+)
+
+// forward sends the exchange's request to the engine and streams the
+// answer back, through an httputil.ReverseProxy bound to the exchange:
+// its Rewrite, Transport and ErrorHandler are the exchange's own, so each
+// step reads the request's facts off the exchange itself.
+//
+// An HTTP/1.x request body that streams is read by the engine transport
+// while the engine's response is already streaming back: the transport
+// reads once more after the declared length to check for EOF, and an
+// engine may answer before it has read the whole body. Without full
+// duplex, net/http's server consumes and closes an unread body as the
+// response headers go out, so such a read fails ("invalid Read on closed
+// Body") and the transport closes the engine connection under the stream
+// it has just started. Full duplex leaves the body to the transport; the
+// server still closes it when the handler returns.
+func (p *Proxy) forward(ex *exchange) {
+	if ex.r.ProtoMajor == 1 && ex.r.ContentLength != 0 && ex.body == nil {
+		_ = http.NewResponseController(&ex.out).EnableFullDuplex()
+	}
+	ex.rp = httputil.ReverseProxy{
+		Rewrite:      ex.rewrite,
+		Transport:    ex,
+		ErrorHandler: ex.engineError,
+		BufferPool:   p.buffers,
+		ErrorLog:     p.errLog,
+	}
+	ex.rp.ServeHTTP(&ex.out, ex.r)
+}
+
+// rewrite builds the engine request: the engine's URL, X-Forwarded-For
+// appended to what the client sent, and the request id.
+func (ex *exchange) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(ex.p.engineURL)
+	pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+	pr.SetXForwarded()
+	pr.Out.Header.Set(requestIDHeader, ex.ID)
+}
+
+// RoundTrip is the exchange's engine transport: it sends the engine
+// request through the engine client, with the body the proxy holds in
+// memory given explicitly, and prepares the answer (respond).
+func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
+	body := ex.heldBody(req)
+	var resp *http.Response
+	var err error
+	if t := ex.p.transport; t != nil {
+		if body != nil {
+			req = inMemory(req, body)
+		}
+		resp, err = t.RoundTrip(req)
+	} else {
+		resp, err = ex.p.client.Do(req, body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ex.respond(resp)
+	return resp, nil
+}
+
+// heldBody is the body of the engine request when the proxy holds it in
+// memory, and nil when it streams.
+func (ex *exchange) heldBody(req *http.Request) []byte {
+	if ex.body == nil || req.Body == nil || int64(len(ex.body)) != req.ContentLength {
+		return nil
+	}
+	return ex.body
+}
+
+// respond adds the load headers to the engine's answer and, for a request
+// whose tokens are counted, counts them as the answer streams.
+func (ex *exchange) respond(resp *http.Response) {
+	if h := ex.p.loadHeaders; h != nil {
+		h(resp.Header)
+	}
+	ex.Responding()
+	if !ex.Counting() {
+		return
+	}
+	if !countable(resp) {
+		ex.Prefilled()
+		return
+	}
+	resp.Body = newTokenBody(resp.Body, &ex.Exchange)
+}
+
+// engineError answers a request that the engine did not answer: the
+// ErrorHandler of the exchange's ReverseProxy, called before any response
+// byte was written. It maps engine errors to statuses in one place.
+func (ex *exchange) engineError(_ http.ResponseWriter, r *http.Request, err error) {
+	p := ex.p
+	// The transport failed, so how much of a forwarded HTTP/1.x body it
+	// read is unknown; and in full duplex (see forward) net/http's server,
+	// draining such a body after the handler, starts a read that races the
+	// next request's (it panics "invalid concurrent Body.Read call"). The
+	// answer closes the connection instead.
+	ex.bodyPending = ex.bodyPending || (r.ProtoMajor == 1 && r.ContentLength != 0)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case ex.clientGone():
+		ex.Fail(gate.CancelledRunning)
+		ex.out.status = StatusClientClosedRequest
+		return
+	case errors.As(err, &tooLarge):
+		ex.Fail(gate.RejectedTooLarge)
+		p.answers.tooLarge.write(ex)
+		return
+	case ex.bodyErr.Load() != nil:
+		ex.Fail(gate.RejectedBadRequest)
+		p.answers.badRequest.write(ex)
+		return
+	case engineUnreachable(err):
+		ex.Fail(gate.RejectedUnavailable)
+		p.answers.unreachable.write(ex)
+	case isTimeout(err):
+		ex.Fail(gate.EngineError)
+		p.answers.gatewayTimeout.write(ex)
+	default:
+		ex.Fail(gate.EngineError)
+		p.answers.badGateway.write(ex)
+	}
+	p.log.Warn("engine request failed", zap.String("request_id", ex.ID), zap.Error(err))
+}
+
+// engineUnreachable reports whether err means that no usable connection to
+// the engine existed: refused, reset or closed before a response.
+func engineUnreachable(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

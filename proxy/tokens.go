@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/load/estimate"
+	"github.com/slotgate/slotgate/load/inflight"
+)
+
+// RankHeader pins a request to one data-parallel rank of the engine, as
+// vLLM's X-data-parallel-rank does; slotgate counts the request's load on
+// that rank and forwards the header unchanged.
+const RankHeader = "X-Data-Parallel-Rank"
+
+// rank reads RankHeader; inflight.Unpinned when absent or not a rank.
+func rank(h http.Header) int {
+	v := h.Get(RankHeader)
+	if v == "" {
+		return inflight.Unpinned
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return inflight.Unpinned
+	}
+	return n
+}
+
+// countPrompt estimates the prompt of a request whose tokens are counted:
+// at once when its body is in memory (left as it is, so the engine client
+// still sends it with the headers), or as the body passes to the engine.
+func (p *Proxy) countPrompt(ex *exchange) {
+	if !ex.Counting() {
+		return
+	}
+	if ex.body != nil {
+		c := estimate.NewPromptCounter(p.maxBody)
+		_, _ = c.Write(ex.body) // never fails
+		_ = c.Close()
+		ex.SetPrompt(c.Estimate().PromptTokens)
+		return
+	}
+	r := ex.r
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	out := new(http.Request)
+	*out = *r
+	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), ex: &ex.Exchange}
+	if r.GetBody != nil {
+		// A retry on a stale keep-alive connection resends the body: it
+		// is estimated again, so the prompt is known whichever send wins.
+		out.GetBody = func() (io.ReadCloser, error) {
+			b, err := r.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			return &promptBody{PromptReader: estimate.NewPromptReader(b, p.maxBody), ex: &ex.Exchange}, nil
+		}
+	}
+	ex.r = out
+}
+
+// promptBody passes the request body through unchanged and, when it
+// ends, gives its prompt estimate to the exchange, once. Read and Close
+// may run on different goroutines (net/http's transport does so).
+type promptBody struct {
+	*estimate.PromptReader
+	ex   *gate.Exchange
+	done atomic.Bool
+}
+
+func (b *promptBody) Read(p []byte) (int, error) {
+	n, err := b.PromptReader.Read(p)
+	if err != nil {
+		b.report()
+	}
+	return n, err
+}
+
+func (b *promptBody) Close() error {
+	err := b.PromptReader.Close()
+	b.report()
+	return err
+}
+
+func (b *promptBody) report() {
+	est, ended := b.Estimate()
+	if ended && b.done.CompareAndSwap(false, true) {
+		b.ex.SetPrompt(est.PromptTokens)
+	}
+}
+
+// countable reports whether the tokens of resp can be counted as it
+// passes. An error or a redirect brings none: the engine computes nothing
+// more for the request. A protocol switch (101) must keep its writable
+// body, which ReverseProxy needs. A compressed body cannot be read without
+// decompressing it, which the proxy does not do; its prefill is taken to
+// end with the headers, the best the proxy can tell.
+func countable(resp *http.Response) bool {
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return false
+	}
+	ce := resp.Header.Get("Content-Encoding")
+	return ce == "" || strings.EqualFold(ce, "identity")
+}
+
+// tokenBody counts the tokens of a response body as the proxy copies it
+// to the client: the first one ends the request's prefill, and each one
+// adds to its generated tokens. It is read by one goroutine only.
+type tokenBody struct {
+	io.ReadCloser
+	counter   *estimate.StreamCounter
+	ex        *gate.Exchange
+	generated int
+	first     bool
+}
+
+func newTokenBody(body io.ReadCloser, ex *gate.Exchange) *tokenBody {
+	return &tokenBody{ReadCloser: body, counter: estimate.NewStreamCounter(), ex: ex}
+}
+
+func (b *tokenBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		_, _ = b.counter.Write(p[:n]) // never fails
+		b.update()
+	}
+	if err != nil {
+		_ = b.counter.Close()
+		b.update()
+		b.ex.Prefilled()
+	}
+	return n, err
+}
+
+// update tells the exchange what changed since the last call.
+func (b *tokenBody) update() {
+	c := b.counter.Counts()
+	if c.FirstToken && !b.first {
+		b.first = true
+		b.ex.Prefilled()
+	}
+	if c.Generated != b.generated {
+		b.generated = c.Generated
+		b.ex.SetGenerated(c.Generated)
+	}
+}
