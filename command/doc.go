@@ -7,7 +7,10 @@
 //	_ = reg.Register("acme-queue-budget", provider)
 //	os.Exit(command.Main(command.Options{Registry: reg}))
 //
-// It owns every goroutine it starts: the servers, the engine prober, the
+// The wiring is in app.go: one limiter, one gate (the admission every
+// protocol goes through), one engine client shared by the proxy, the
+// health prober and the load scraper, and the load parts. It owns every
+// goroutine it starts: the servers, the engine prober, the
 // load scraper and publisher, all ended before Run returns (but after a
 // second signal, when the process exits at once by design).
 package command

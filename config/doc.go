@@ -1,5 +1,6 @@
 // Package config turns slotgate's command line and environment into one
-// validated Config. Only cmd/slotgate imports it.
+// validated Config. Only package command imports it (deps_test.go checks
+// this); the programs built on command get their settings through it.
 //
 // Invariants:
 //
