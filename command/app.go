@@ -181,9 +181,9 @@ func (a *app) listen() (listeners, error) {
 		ln         *net.Listener
 		flag, addr string
 	}{
-		{&ls.proxy, "--listen", a.cfg.Listen},
-		{&ls.admin, "--admin-listen", a.cfg.AdminListen},
-		{&ls.grpc, "--admin-grpc-listen", a.cfg.AdminGRPCListen},
+		{&ls.proxy, flagName(a.cfg, "listen"), a.cfg.Listen},
+		{&ls.admin, flagName(a.cfg, "admin-listen"), a.cfg.AdminListen},
+		{&ls.grpc, flagName(a.cfg, "admin-grpc-listen"), a.cfg.AdminGRPCListen},
 	}
 	for i, b := range binds {
 		if b.addr == "" {

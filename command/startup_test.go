@@ -108,3 +108,22 @@ func TestRunListenerInUse(t *testing.T) {
 		})
 	}
 }
+
+// TestRunListenerInUseNamesTheVariable: a port given by its variable is
+// reported under the variable's name, as the user wrote it.
+func TestRunListenerInUseNamesTheVariable(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	sg := launch(t, map[string]string{"SLOTGATE_LISTEN": taken.Addr().String()},
+		"--admin-listen", "127.0.0.1:0", "--engine-metrics-dialect", "none")
+	if code := sg.wait(); code != 1 {
+		t.Fatalf("Run returned %d, want 1", code)
+	}
+	line := sg.log.waitFor(t, `"msg":"start-up failed"`)
+	if want := "listen on SLOTGATE_LISTEN " + taken.Addr().String(); !strings.Contains(line, want) {
+		t.Errorf("the failure %q does not name %q", line, want)
+	}
+}
