@@ -49,8 +49,17 @@ func (ec *conn) send(req *http.Request, maxHead int64) (*http.Response, error) {
 }
 
 // write sends req in one write: headers and body together, so that the
-// engine reads them at once.
+// engine reads them at once. A body too large for a pooled buffer streams
+// through a bounded one instead, so that a large request is never copied
+// whole.
 func (ec *conn) write(req *http.Request) error {
+	if req.ContentLength > maxPooledBuf {
+		bw := bufio.NewWriterSize(ec.c, largeWriteBuf)
+		if err := req.Write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
 	buf := writeBufs.Get().(*bytes.Buffer)
 	defer putWriteBuf(buf)
 	if err := req.Write(buf); err != nil {
@@ -68,6 +77,10 @@ var writeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // maxPooledBuf bounds the buffers kept for reuse, so that one large
 // request does not pin its memory.
 const maxPooledBuf = 256 << 10
+
+// largeWriteBuf is the buffer a request larger than maxPooledBuf streams
+// through: its head and the body's first bytes go out together.
+const largeWriteBuf = 64 << 10
 
 func putWriteBuf(buf *bytes.Buffer) {
 	if buf.Cap() > maxPooledBuf {

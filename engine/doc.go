@@ -16,16 +16,18 @@
 //     its end, or cut by its request's context, closes the connection
 //     first: the engine sees the request abandoned, and nothing drains a
 //     stream.
-//   - A request is sent again at most once, and only when a connection
-//     taken from the pool failed before a single byte of answer (the engine
-//     closed it while it was idle). A request the engine began to answer is
-//     never resent.
+//   - On the hand-written path, a request is sent again at most once, and
+//     only when a connection taken from the pool failed before a single
+//     byte of answer (the engine closed it while it was idle). A request
+//     the engine began to answer is never resent. net/http's path follows
+//     net/http's own rules, which are as strict.
 //   - The end of a request's context cuts its connection's reads and writes
 //     short until the answer is closed.
 //   - No environment proxy, on either path: the engine is beside slotgate.
-//   - An answer's head (interim answers included) larger than
-//     MaxResponseHeaderBytes fails the request, and its connection is
-//     closed, never pooled.
+//   - An answer's head larger than MaxResponseHeaderBytes fails the
+//     request, and its connection is closed, never pooled. The hand-written
+//     path counts interim answers (1xx) in the limit; net/http's counts
+//     each head on its own.
 //   - Close closes the idle connections of both paths.
 //   - Only the standard library is imported.
 package engine

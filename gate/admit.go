@@ -34,8 +34,9 @@ type Request struct {
 // HTTP/1 notices a departed client only once the request body has been
 // read, so its watch reads the body while the request waits.
 type Watch interface {
-	// Start begins watching. It is called at most once, maybe on another
-	// goroutine (the limiter's, or a timer's). A watch that fails calls
+	// Start begins watching. It is called at most once: on the request's
+	// goroutine when it enters the queue, or on the classifier's deferral
+	// timer's. A watch that fails calls
 	// fail with the reason, which ends the wait; a reason wrapping
 	// ErrTooLarge refuses the request as too large.
 	Start(fail func(error))

@@ -8,8 +8,8 @@
 // One request's life is an Exchange with three steps, in order:
 //
 //	Admit   draining, size, busy, classify, limiter (at once or queued)
-//	Send    the flight begins and the classifier hears Sent; the adapter
-//	        forwards, reporting Responding, the prompt and the tokens
+//	Send    BeginFlight, then Sent as the adapter forwards; it reports
+//	        Responding, the prompt and the tokens as they pass
 //	Finish  the flight ends, the slot is released, the lifecycle ends,
 //	        the request is reported
 //

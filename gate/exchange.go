@@ -48,17 +48,20 @@ func (ex *Exchange) Fail(o Outcome) {
 	}
 }
 
-// Send marks the request sent to the engine: its flight begins on rank
-// (inflight.Unpinned when the engine chooses) and the classifier hears
-// Sent.
-func (ex *Exchange) Send(rank int) {
-	if ex.g == nil {
-		return // a passthrough exchange never met the gate
-	}
-	if ex.g.flights != nil && ex.admitted {
+// BeginFlight starts counting the load of an admitted request on rank
+// (inflight.Unpinned when the engine chooses): from here to Finish, its
+// prompt and generated tokens count in slotgate's own view of the load.
+func (ex *Exchange) BeginFlight(rank int) {
+	if ex.g != nil && ex.g.flights != nil && ex.admitted {
 		ex.flight = ex.g.flights.Begin(rank)
 	}
-	ex.g.event(ex, admission.Sent)
+}
+
+// Sent marks the request sent to the engine: the classifier hears Sent.
+func (ex *Exchange) Sent() {
+	if ex.g != nil { // a passthrough exchange never met the gate
+		ex.g.event(ex, admission.Sent)
+	}
 }
 
 // Counting reports whether the request's tokens are counted: SetPrompt,

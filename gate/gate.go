@@ -58,7 +58,8 @@ type Policy struct {
 }
 
 // Gate admits requests through the limiter and the policy. It is safe for
-// concurrent use; it starts no goroutine.
+// concurrent use. It starts no goroutine but timers, each ended with its
+// request: the classifier's deferral timer and the abort grace.
 type Gate struct {
 	lim       *limiter.Limiter
 	policy    *Policy

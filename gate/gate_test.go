@@ -291,7 +291,8 @@ func TestPassthroughIsNotReported(t *testing.T) {
 	changes := 0
 	g, _, obs := newGate(t, limiter.Options{Slots: 1}, func(o *gate.Options) { o.Changed = func() { changes++ } })
 	ex := gate.Exchange{Outcome: gate.Passthrough}
-	ex.Send(0)
+	ex.BeginFlight(0)
+	ex.Sent()
 	g.Finish(&ex, false)
 	if len(obs.reports()) != 0 || changes != 0 {
 		t.Errorf("passthrough reported %q, %d changes", obs.reports(), changes)
@@ -351,7 +352,8 @@ func TestClassifiedAdmission(t *testing.T) {
 				t.Fatalf("Admit: %s in %s, message %q; want %s in %s, %q", ex.Outcome, ex.Class, d.Message, tc.want, tc.wantClass, tc.wantMessage)
 			}
 			if d.Admitted {
-				ex.Send(0)
+				ex.BeginFlight(0)
+				ex.Sent()
 			}
 			g.Finish(&ex, false)
 			if got := strings.Join(c.events, ","); got != tc.wantEvents {

@@ -7,7 +7,7 @@ import (
 
 // watcher starts a request's Watch at most once, when the request has to
 // wait: from the limiter's OnQueued, or from the classifier's deferral
-// timer. Both may run on other goroutines, hence the lock.
+// timer, which runs on a goroutine of its own, hence the lock.
 type watcher struct {
 	watch Watch // nil: nothing to watch but the context
 	fail  func(error)
@@ -18,7 +18,7 @@ type watcher struct {
 }
 
 func newWatcher(w Watch, cancel context.CancelCauseFunc) *watcher {
-	return &watcher{watch: w, fail: func(err error) { cancel(err) }}
+	return &watcher{watch: w, fail: cancel}
 }
 
 // start begins the watch unless it has begun.

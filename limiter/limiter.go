@@ -58,8 +58,9 @@ type Request struct {
 	// ErrQueueTimeout. The earlier of it and Options.QueueTimeout applies.
 	Deadline time.Time
 	// OnQueued, when set, is called once, outside the limiter's lock and
-	// before waiting, if the request enters the queue. The HTTP proxy uses it
-	// to start reading the request body so that a departing client is seen.
+	// before waiting, if the request enters the queue. The gate uses it to
+	// start watching the client (the HTTP proxy reads the request body), so
+	// that a departing client is seen.
 	OnQueued func()
 }
 

@@ -19,8 +19,8 @@
 //     HTTP/1.1 server notices a departed client only once the body was
 //     read to its end, so reading it lets a client that leaves the queue
 //     be removed at once, and never forwarded.
-//   - After a slot is granted to a request that waited, its context and
-//     its client's socket are checked again, so a request whose client is
+//   - After a slot is granted to a request that waited in the queue, its
+//     context and its client's socket are checked again, so a request whose client is
 //     gone never reaches the engine.
 //   - The slot is held until the last byte of the response is written or
 //     the client goes away, and released exactly once on every path,

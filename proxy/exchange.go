@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/http"
-	"net/http/httputil"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +13,8 @@ import (
 // knows of it: the request as forwarded, its body, and what was written
 // back. One is allocated per request; the handler's goroutine owns it,
 // except bodyErr and the gate's prompt, written while the engine
-// transport sends the body.
+// transport sends the body, and the watch's read, published to the
+// handler by the watch's done channel.
 type exchange struct {
 	gate.Exchange
 	p  *Proxy
@@ -38,9 +38,6 @@ type exchange struct {
 	bodyErr atomic.Pointer[error]
 	// watch reads the body of a request that waits (gate.Watch).
 	watch bodyWatch
-	// rp forwards this exchange: httputil.ReverseProxy with the
-	// exchange's own Rewrite, Transport and ErrorHandler.
-	rp httputil.ReverseProxy
 }
 
 // smallBody is the largest declared request body taken to have arrived with

@@ -15,8 +15,9 @@ import (
 
 // forward sends the exchange's request to the engine and streams the
 // answer back, through an httputil.ReverseProxy bound to the exchange:
-// its Rewrite, Transport and ErrorHandler are the exchange's own, so each
-// step reads the request's facts off the exchange itself.
+// its Rewrite, Transport, ModifyResponse and ErrorHandler are the
+// exchange's own, so each step reads the request's facts off the exchange
+// itself.
 //
 // An HTTP/1.x request body that streams is read by the engine transport
 // while the engine's response is already streaming back: the transport
@@ -31,14 +32,16 @@ func (p *Proxy) forward(ex *exchange) {
 	if ex.r.ProtoMajor == 1 && ex.r.ContentLength != 0 && ex.body == nil {
 		_ = http.NewResponseController(&ex.out).EnableFullDuplex()
 	}
-	ex.rp = httputil.ReverseProxy{
-		Rewrite:      ex.rewrite,
-		Transport:    ex,
-		ErrorHandler: ex.engineError,
-		BufferPool:   p.buffers,
-		ErrorLog:     p.errLog,
+	ex.Sent()
+	rp := httputil.ReverseProxy{
+		Rewrite:        ex.rewrite,
+		Transport:      ex,
+		ModifyResponse: ex.respond,
+		ErrorHandler:   ex.engineError,
+		BufferPool:     p.buffers,
+		ErrorLog:       p.errLog,
 	}
-	ex.rp.ServeHTTP(&ex.out, ex.r)
+	rp.ServeHTTP(&ex.out, ex.r)
 }
 
 // rewrite builds the engine request: the engine's URL, X-Forwarded-For
@@ -52,24 +55,16 @@ func (ex *exchange) rewrite(pr *httputil.ProxyRequest) {
 
 // RoundTrip is the exchange's engine transport: it sends the engine
 // request through the engine client, with the body the proxy holds in
-// memory given explicitly, and prepares the answer (respond).
+// memory given explicitly.
 func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 	body := ex.heldBody(req)
-	var resp *http.Response
-	var err error
 	if t := ex.p.transport; t != nil {
 		if body != nil {
 			req = inMemory(req, body)
 		}
-		resp, err = t.RoundTrip(req)
-	} else {
-		resp, err = ex.p.client.Do(req, body)
+		return t.RoundTrip(req)
 	}
-	if err != nil {
-		return nil, err
-	}
-	ex.respond(resp)
-	return resp, nil
+	return ex.p.client.Do(req, body)
 }
 
 // heldBody is the body of the engine request when the proxy holds it in
@@ -81,21 +76,23 @@ func (ex *exchange) heldBody(req *http.Request) []byte {
 	return ex.body
 }
 
-// respond adds the load headers to the engine's answer and, for a request
-// whose tokens are counted, counts them as the answer streams.
-func (ex *exchange) respond(resp *http.Response) {
+// respond is the exchange's ModifyResponse, called once the answer's
+// hop-by-hop headers are gone: it adds the load headers and, for a
+// request whose tokens are counted, counts them as the answer streams.
+func (ex *exchange) respond(resp *http.Response) error {
 	if h := ex.p.loadHeaders; h != nil {
 		h(resp.Header)
 	}
 	ex.Responding()
 	if !ex.Counting() {
-		return
+		return nil
 	}
 	if !countable(resp) {
 		ex.Prefilled()
-		return
+		return nil
 	}
 	resp.Body = newTokenBody(resp.Body, &ex.Exchange)
+	return nil
 }
 
 // engineError answers a request that the engine did not answer: the

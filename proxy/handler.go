@@ -34,7 +34,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ex.engineError(&ex.out, ex.r, err)
 		return
 	}
-	ex.Send(rank(r.Header))
+	ex.BeginFlight(rank(r.Header))
 	p.countPrompt(ex)
 	p.forward(ex)
 }
@@ -106,8 +106,9 @@ func (p *Proxy) finish(ex *exchange) {
 	if ex.out.status == 0 && gone {
 		ex.out.status = StatusClientClosedRequest
 	}
+	end := time.Now()
 	p.gate.Finish(&ex.Exchange, gone)
-	p.logAccess(ex, time.Now())
+	p.logAccess(ex, end)
 	if v != nil {
 		panic(v)
 	}
