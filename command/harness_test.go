@@ -1,11 +1,10 @@
 package command_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/slotgate/slotgate/internal/testlog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -96,7 +95,7 @@ func (e *engine) close() {
 type sidecar struct {
 	t                  *testing.T
 	proxy, admin, grpc string // base URLs of the proxy and admin ports; host:port of gRPC
-	stdout, log        *logBuffer
+	stdout, log        *testlog.Buffer
 	signals            chan os.Signal
 	exited             chan struct{} // closed when Run has returned
 	code               int           // Run's result, once exited is closed
@@ -110,7 +109,7 @@ func start(t *testing.T, engineURL string, env map[string]string, args ...string
 	base := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-grpc-listen", "127.0.0.1:0",
 		"--engine-url", engineURL, "--engine-metrics-dialect", "none", "--log-format", "json"}
 	s := launch(t, env, append(base, args...)...)
-	line := s.log.waitFor(t, `"msg":"listening"`)
+	line := s.log.WaitFor(t, `"msg":"listening"`, waitLimit)
 	var addrs struct{ Proxy, Admin, GRPC string }
 	if err := json.Unmarshal([]byte(line), &addrs); err != nil {
 		t.Fatalf("parse the listening line %q: %v", line, err)
@@ -123,11 +122,11 @@ func start(t *testing.T, engineURL string, env map[string]string, args ...string
 // ends a Run still going with two signals, and waits for it.
 func launch(t *testing.T, env map[string]string, args ...string) *sidecar {
 	t.Helper()
-	s := &sidecar{t: t, stdout: newLogBuffer(), log: newLogBuffer(), signals: make(chan os.Signal, 2), exited: make(chan struct{})}
+	s := &sidecar{t: t, stdout: testlog.New(), log: testlog.New(), signals: make(chan os.Signal, 2), exited: make(chan struct{})}
 	opts := command.Options{Version: "v-test", Commit: "c-test"}
 	go func() {
 		s.code = command.Run(opts, args, env, s.stdout, s.log, s.signals)
-		s.log.close()
+		s.log.Close()
 		close(s.exited)
 	}()
 	t.Cleanup(func() {
@@ -190,77 +189,6 @@ func (s *sidecar) returned() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// logBuffer collects what Run writes, from any goroutine, and lets a test
-// wait for a line.
-type logBuffer struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	change chan struct{} // closed and replaced on every write
-	closed bool
-}
-
-func newLogBuffer() *logBuffer { return &logBuffer{change: make(chan struct{})} }
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	close(b.change)
-	b.change = make(chan struct{})
-	return len(p), nil
-}
-
-// close records that nothing more will be written.
-func (b *logBuffer) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	close(b.change)
-	b.change = make(chan struct{})
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines returns the lines that contain substr.
-func (b *logBuffer) lines(substr string) []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), substr) {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
-}
-
-// waitFor returns the first line that contains substr, waiting for it up
-// to waitLimit; it fails at once when Run returned without writing it.
-func (b *logBuffer) waitFor(t *testing.T, substr string) string {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		b.mu.Lock()
-		ch, closed := b.change, b.closed
-		b.mu.Unlock()
-		if l := b.lines(substr); len(l) > 0 {
-			return l[0]
-		}
-		if closed {
-			t.Fatalf("Run returned without logging %q", substr)
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("Run did not log %q within %s", substr, waitLimit)
-		}
 	}
 }
 

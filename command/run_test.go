@@ -43,7 +43,7 @@ func TestRunDrainsCleanly(t *testing.T) {
 	eng.waitArrived(t)
 
 	sg.signal(syscall.SIGTERM)
-	sg.log.waitFor(t, "new requests are now refused with 503")
+	sg.log.WaitFor(t, "new requests are now refused with 503", waitLimit)
 	late := post(sg.proxy, "late")
 	if late.status != http.StatusServiceUnavailable || !strings.Contains(late.body, "Server unavailable: draining") {
 		t.Errorf("a request during the drain: status %d body %q err %v, want 503 draining", late.status, late.body, late.err)
@@ -63,7 +63,7 @@ func TestRunDrainsCleanly(t *testing.T) {
 		t.Errorf("Run returned %d after a clean drain, want 0", code)
 	}
 	command.NoneRunning(t)
-	sg.log.waitFor(t, "drained: exiting")
+	sg.log.WaitFor(t, "drained: exiting", waitLimit)
 	noLeaks(t, eng, ignore)
 }
 
@@ -75,7 +75,7 @@ func TestRunServesDuringDrainDelay(t *testing.T) {
 	eng := newEngine(t)
 	sg := start(t, eng.url(), nil, "--engine-request-limit", "1", "--drain-delay", "1h")
 	sg.signal(syscall.SIGTERM)
-	sg.log.waitFor(t, "readiness now fails")
+	sg.log.WaitFor(t, "readiness now fails", waitLimit)
 	if status, body := get(t, sg.admin+"/readyz"); status != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
 		t.Errorf("/readyz while draining: %d %q, want 503 draining", status, body)
 	}
@@ -87,7 +87,7 @@ func TestRunServesDuringDrainDelay(t *testing.T) {
 	if code := sg.wait(); code != 1 {
 		t.Errorf("Run returned %d after a second signal, want 1", code)
 	}
-	sg.log.waitFor(t, "second signal: exiting now")
+	sg.log.WaitFor(t, "second signal: exiting now", waitLimit)
 	for _, addr := range []string{sg.proxy, sg.admin} {
 		if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "http://"), waitLimit); err == nil {
 			conn.Close()
@@ -107,13 +107,13 @@ func TestRunSecondSignalDuringShutdown(t *testing.T) {
 	inflight := sendAsync(sg.proxy+"/v1/completions", "hold-1")
 	eng.waitArrived(t)
 	sg.signal(syscall.SIGTERM)
-	sg.log.waitFor(t, "new requests are now refused with 503")
+	sg.log.WaitFor(t, "new requests are now refused with 503", waitLimit)
 
 	sg.signal(syscall.SIGINT)
 	if code := sg.wait(); code != 1 {
 		t.Errorf("Run returned %d after a second signal, want 1", code)
 	}
-	sg.log.waitFor(t, "second signal: exiting now")
+	sg.log.WaitFor(t, "second signal: exiting now", waitLimit)
 	if r := receive(t, inflight); r.err == nil {
 		t.Errorf("the request in flight got status %d %q, want its connection cut", r.status, r.body)
 	}
@@ -147,7 +147,7 @@ func TestRunShutdownTimeout(t *testing.T) {
 			if waited := time.Since(began); waited < 100*time.Millisecond {
 				t.Errorf("Run returned %s after the signal, before the 100ms shutdown timeout", waited)
 			}
-			sg.log.waitFor(t, tt.log)
+			sg.log.WaitFor(t, tt.log, waitLimit)
 			if r := receive(t, inflight); r.err == nil {
 				t.Errorf("the request in flight got status %d %q, want its connection cut", r.status, r.body)
 			}

@@ -97,7 +97,7 @@ func TestRunListenerInUse(t *testing.T) {
 				t.Fatalf("Run returned %d, want 1", code)
 			}
 			command.NoneRunning(t)
-			line := sg.log.waitFor(t, `"msg":"start-up failed"`)
+			line := sg.log.WaitFor(t, `"msg":"start-up failed"`, waitLimit)
 			if want := "listen on " + flag + " " + taken.Addr().String(); !strings.Contains(line, want) {
 				t.Errorf("the failure %q does not name %q", line, want)
 			}
@@ -122,7 +122,7 @@ func TestRunListenerInUseNamesTheVariable(t *testing.T) {
 	if code := sg.wait(); code != 1 {
 		t.Fatalf("Run returned %d, want 1", code)
 	}
-	line := sg.log.waitFor(t, `"msg":"start-up failed"`)
+	line := sg.log.WaitFor(t, `"msg":"start-up failed"`, waitLimit)
 	if want := "listen on SLOTGATE_LISTEN " + taken.Addr().String(); !strings.Contains(line, want) {
 		t.Errorf("the failure %q does not name %q", line, want)
 	}

@@ -89,9 +89,9 @@ func TestExactCapacity(t *testing.T) {
 	}
 	// The access log is written in batches, at least every second.
 	eventually(t, "an access-log line per request", func() bool {
-		return len(sg.log.lines(`"msg":"request"`)) >= clients
+		return len(sg.log.Lines(`"msg":"request"`)) >= clients
 	})
-	if got := len(sg.log.lines(`"msg":"request"`)); got != clients {
+	if got := len(sg.log.Lines(`"msg":"request"`)); got != clients {
 		t.Errorf("%d access-log lines, want one per request (%d)", got, clients)
 	}
 }

@@ -46,7 +46,7 @@ func TestRefusesBadConfiguration(t *testing.T) {
 				}
 			}
 			if tt.name == "every problem at once" {
-				if n := len(sg.log.lines("slotgate: ")); n != 5 {
+				if n := len(sg.log.Lines("slotgate: ")); n != 5 {
 					t.Errorf("%d problem lines, want 5:\n%s", n, out)
 				}
 			}
@@ -84,7 +84,7 @@ func TestOverloadStatusCode(t *testing.T) {
 			r := post(context.Background(), http.DefaultClient, sg.proxy, "refused", "{}")
 			checkOverload(t, r, tt.status, overloadMessage)
 			var warnings []string
-			for _, l := range sg.log.lines(`"level":"warn"`) {
+			for _, l := range sg.log.Lines(`"level":"warn"`) {
 				if strings.Contains(l, "DYN_HTTP_OVERLOAD_STATUS_CODE") {
 					warnings = append(warnings, l)
 				}
@@ -109,7 +109,7 @@ func TestFlagBeatsEnvironment(t *testing.T) {
 	if got := sg.metric("slotgate_request_queue_limit"); got != 9 {
 		t.Errorf("slotgate_request_queue_limit = %v, want the variable's 9", got)
 	}
-	cfg := sg.log.waitFor(t, `"msg":"configuration"`)
+	cfg := sg.log.WaitFor(t, `"msg":"configuration"`, waitLimit)
 	for _, want := range []string{`"engine_request_limit_from":"flag"`, `"request_queue_limit_from":"DYN_DYNAMO_REQUEST_QUEUE_LIMIT"`} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("configuration line lacks %s: %s", want, cfg)

@@ -1,18 +1,16 @@
 package e2e_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/slotgate/slotgate/internal/testlog"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,7 +63,7 @@ type sidecar struct {
 	proxy    string // base URL of the proxy port
 	admin    string // base URL of the admin port
 	grpc     string // host:port of the gRPC admin port
-	log      *logBuffer
+	log      *testlog.Buffer
 	exited   chan struct{}
 	exitCode int
 }
@@ -76,7 +74,7 @@ type sidecar struct {
 func start(t *testing.T, engineURL string, env map[string]string, args ...string) *sidecar {
 	t.Helper()
 	s := launch(t, engineURL, env, args...)
-	addrs := s.log.waitFor(t, `"msg":"listening"`)
+	addrs := s.log.WaitFor(t, `"msg":"listening"`, waitLimit)
 	var line struct{ Proxy, Admin, GRPC string }
 	if err := json.Unmarshal([]byte(addrs), &line); err != nil {
 		t.Fatalf("parse listening line %q: %v", addrs, err)
@@ -98,7 +96,7 @@ func launch(t *testing.T, engineURL string, env map[string]string, args ...strin
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	s := &sidecar{t: t, cmd: cmd, log: newLogBuffer(), exited: make(chan struct{})}
+	s := &sidecar{t: t, cmd: cmd, log: testlog.New(), exited: make(chan struct{})}
 	cmd.Stderr = s.log
 	cmd.Stdout = s.log
 	if err := cmd.Start(); err != nil {
@@ -107,7 +105,7 @@ func launch(t *testing.T, engineURL string, env map[string]string, args ...strin
 	go func() {
 		_ = cmd.Wait()
 		s.exitCode = cmd.ProcessState.ExitCode()
-		s.log.close()
+		s.log.Close()
 		close(s.exited)
 	}()
 	t.Cleanup(func() {
@@ -139,75 +137,6 @@ func (s *sidecar) wait() int {
 	case <-time.After(waitLimit):
 		s.t.Fatalf("slotgate did not exit within %s", waitLimit)
 		return -1
-	}
-}
-
-// logBuffer collects the process's output and lets tests wait for a line.
-type logBuffer struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	change chan struct{} // closed and replaced on every write
-	closed bool
-}
-
-func newLogBuffer() *logBuffer { return &logBuffer{change: make(chan struct{})} }
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	close(b.change)
-	b.change = make(chan struct{})
-	return len(p), nil
-}
-
-func (b *logBuffer) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	close(b.change)
-	b.change = make(chan struct{})
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// lines returns the output lines that contain substr.
-func (b *logBuffer) lines(substr string) []string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(b.String()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), substr) {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
-}
-
-// waitFor returns the first output line that contains substr, waiting for
-// it up to waitLimit.
-func (b *logBuffer) waitFor(t *testing.T, substr string) string {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		b.mu.Lock()
-		ch, closed := b.change, b.closed
-		b.mu.Unlock()
-		if l := b.lines(substr); len(l) > 0 {
-			return l[0]
-		}
-		if closed {
-			t.Fatalf("slotgate exited before logging %q:\n%s", substr, b.String())
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("slotgate did not log %q within %s:\n%s", substr, waitLimit, b.String())
-		}
 	}
 }
 

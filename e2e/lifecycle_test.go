@@ -29,7 +29,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	go func() { queued <- post(context.Background(), http.DefaultClient, sg.proxy, "queued", "{}") }()
 	eventually(t, "the new request to queue", func() bool { return sg.metric("dynamo_request_queue") == 1 })
 
-	sg.log.waitFor(t, "new requests are now refused")
+	sg.log.WaitFor(t, "new requests are now refused", waitLimit)
 	r := post(context.Background(), http.DefaultClient, sg.proxy, "late", "{}")
 	if r.status != http.StatusServiceUnavailable {
 		t.Fatalf("after the drain delay: status %d, want 503", r.status)
@@ -46,7 +46,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if code := sg.wait(); code != 0 {
 		t.Errorf("exit status %d after a clean drain, want 0", code)
 	}
-	if got := len(sg.log.lines(`"outcome":"rejected_draining"`)); got != 1 {
+	if got := len(sg.log.Lines(`"outcome":"rejected_draining"`)); got != 1 {
 		t.Errorf("%d rejected_draining lines, want 1", got)
 	}
 }
@@ -88,12 +88,12 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	go post(context.Background(), http.DefaultClient, sg.proxy, "stuck", "{}")
 	eng.waitInFlight(t, 1)
 	sg.signal(syscall.SIGTERM)
-	sg.log.waitFor(t, "new requests are now refused")
+	sg.log.WaitFor(t, "new requests are now refused", waitLimit)
 	sg.signal(syscall.SIGINT)
 	if code := sg.wait(); code == 0 {
 		t.Errorf("exit status 0 after a forced exit, want non-zero")
 	}
-	sg.log.waitFor(t, "second signal")
+	sg.log.WaitFor(t, "second signal", waitLimit)
 }
 
 // TestH2C: the proxy port speaks cleartext HTTP/2 as well as HTTP/1.1.

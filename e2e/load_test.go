@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/slotgate/slotgate/internal/testlog"
 	"io"
 	"net/http"
 	"os"
@@ -22,13 +23,13 @@ func startEnginesim(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "enginesim"), append([]string{"--listen", "127.0.0.1:0", "--log-level", "info"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	logs := newLogBuffer()
+	logs := testlog.New()
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start enginesim: %v", err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logs.close(); close(exited) }()
+	go func() { _ = cmd.Wait(); logs.Close(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -36,7 +37,7 @@ func startEnginesim(t *testing.T, args ...string) string {
 			t.Logf("enginesim output:\n%s", logs.String())
 		}
 	})
-	line := logs.waitFor(t, `"msg":"listening"`)
+	line := logs.WaitFor(t, `"msg":"listening"`, waitLimit)
 	var l struct{ Addr string }
 	if err := json.Unmarshal([]byte(line), &l); err != nil || l.Addr == "" {
 		t.Fatalf("enginesim listening line %q: %v", line, err)
