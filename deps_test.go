@@ -89,7 +89,7 @@ var rules = []rule{
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	{pkg: "health", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	{pkg: "internal/testlog", stdlibOnly: true}, // a test helper: nothing of slotgate's
-	{pkg: "engine", stdlibOnly: true}, // the engine client: net/http and sockets, nothing of slotgate's
+	{pkg: "engine", stdlibOnly: true},           // the engine client: net/http and sockets, nothing of slotgate's
 	// The load generator measures any OpenAI-compatible server: it knows
 	// nothing of slotgate.
 	{pkg: "loadgen", stdlibOnly: true},
