@@ -119,15 +119,16 @@ func (c *Client) Do(req *http.Request, body []byte) (*http.Response, error) {
 		return c.direct.roundTrip(req, body)
 	}
 	if body != nil {
-		req = withBody(req, body)
+		req = WithBody(req, body)
 	}
 	return c.tr.RoundTrip(req)
 }
 
-// withBody returns a shallow copy of req that sends body, which net/http's
+// WithBody returns a shallow copy of req that sends body, which net/http's
 // Transport recognises as in memory: it then writes it with the headers,
-// and can send it again on a stale connection.
-func withBody(req *http.Request, body []byte) *http.Request {
+// and can send it again on a stale connection (GetBody). An empty body is
+// http.NoBody. It does not change req, nor its declared length.
+func WithBody(req *http.Request, body []byte) *http.Request {
 	out := *req
 	out.Body = bodyReader(body)
 	out.GetBody = func() (io.ReadCloser, error) { return bodyReader(body), nil }
@@ -141,17 +142,6 @@ func bodyReader(body []byte) io.ReadCloser {
 	}
 	return io.NopCloser(bytes.NewReader(body))
 }
-
-// Transport returns an http.RoundTripper over c, for callers that hold no
-// body in memory: its RoundTrip(req) is c.Do(req, nil), and its
-// CloseIdleConnections is c.Close.
-func (c *Client) Transport() http.RoundTripper { return roundTripper{c} }
-
-type roundTripper struct{ c *Client }
-
-func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return t.c.Do(req, nil) }
-
-func (t roundTripper) CloseIdleConnections() { t.c.Close() }
 
 // HTTPClient returns a new *http.Client for small requests to the engine
 // (a health probe, a metrics scrape) over c's net/http Transport: no

@@ -83,29 +83,3 @@ func TestHTTPClient(t *testing.T) {
 		t.Errorf("the redirect was followed %d times, want never", n)
 	}
 }
-
-// TestTransport: the RoundTripper sends over the client, reusing its
-// connections, and closes them with CloseIdleConnections.
-func TestTransport(t *testing.T) {
-	srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-	c := newClient(t, engine.Options{URL: srv})
-	rt := c.Transport()
-	for i := range 3 {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.JoinPath("/v1/models").String(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := read(rt.RoundTrip(req)); r.err != nil || r.status != http.StatusOK {
-			t.Fatalf("request %d: %d %v", i, r.status, r.err)
-		}
-	}
-	if n := conns.opened.Load(); n != 1 {
-		t.Errorf("3 requests in turn opened %d connections, want 1", n)
-	}
-	closer, ok := rt.(interface{ CloseIdleConnections() })
-	if !ok {
-		t.Fatalf("%T has no CloseIdleConnections", rt)
-	}
-	closer.CloseIdleConnections()
-	waitFor(t, "the idle connection to close", func() bool { return conns.closed.Load() == 1 })
-}

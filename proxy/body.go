@@ -1,13 +1,13 @@
 package proxy
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"time"
 
+	"github.com/slotgate/slotgate/engine"
 	"github.com/slotgate/slotgate/gate"
 )
 
@@ -75,15 +75,9 @@ func (b *bodyWatch) finished() bool {
 // that the transport may resend it on a stale keep-alive connection.
 func (ex *exchange) holdBody(buf []byte) {
 	ex.body, ex.bytesIn = buf, int64(len(buf))
-	out := new(http.Request)
-	*out = *ex.r
+	out := engine.WithBody(ex.r, buf)
 	out.ContentLength = int64(len(buf))
 	out.TransferEncoding = nil
-	out.Body = io.NopCloser(bytes.NewReader(buf))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
-	if len(buf) == 0 {
-		out.Body = http.NoBody
-	}
 	ex.r = out
 }
 
@@ -118,14 +112,4 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 		b.ex.bodyErr.CompareAndSwap(nil, &err)
 	}
 	return n, err
-}
-
-// inMemory returns a shallow copy of req that sends body, the whole
-// request body held in memory, as a *bytes.Reader: net/http's transport
-// then sends it in the same write as the headers.
-func inMemory(req *http.Request, body []byte) *http.Request {
-	out := *req // RoundTrip must not change the request it was given
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return &out
 }

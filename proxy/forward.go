@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/slotgate/slotgate/engine"
 	"github.com/slotgate/slotgate/gate"
 )
 
@@ -60,7 +61,7 @@ func (ex *exchange) RoundTrip(req *http.Request) (*http.Response, error) {
 	body := ex.heldBody(req)
 	if t := ex.p.transport; t != nil {
 		if body != nil {
-			req = inMemory(req, body)
+			req = engine.WithBody(req, body)
 		}
 		return t.RoundTrip(req)
 	}
