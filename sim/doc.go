@@ -11,7 +11,7 @@
 //
 // The server (NewHandler) speaks OpenAI's completions and chat completions,
 // streaming and not, and reports load as vLLM, SGLang or TensorRT-LLM would
-// (Dialect).
+// (Dialect), plus enginesim's own gauges (OwnMetricsPath).
 //
 // Invariants, each checked by the tests:
 //
@@ -31,6 +31,10 @@
 //     waiting, and frees its blocks before returning.
 //   - Every request ends exactly once: finished (length or stop), aborted, or
 //     failed with ErrStopped when Run returns.
+//   - Per rank, the count of requests before their first token (Stats,
+//     firsttoken.go) equals its running and waiting requests that have no
+//     output token yet; it and the engine-wide count change under a lock at
+//     each transition, so their high-water marks are exact.
 //   - Token counts and generated text depend only on the input and the seed.
 //
 // Concurrency: each rank's state is guarded by its own mutex; its scheduling

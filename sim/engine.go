@@ -15,6 +15,9 @@ type Engine struct {
 	opts  Options
 	ranks []*rank
 	iters *iterBuffer
+	// beforeFirst counts the requests before their first token over all
+	// ranks, with its high-water mark (firsttoken.go).
+	beforeFirst sharedHighWater
 
 	admitMu sync.Mutex // serialises rank choice and enqueue in Submit
 	started atomic.Bool
@@ -34,7 +37,7 @@ func New(opts Options) (*Engine, error) {
 		e.iters = newIterBuffer(opts.IterationStatsLimit)
 	}
 	for i := range opts.DataParallelSize {
-		e.ranks = append(e.ranks, newRank(i, opts, e.iters))
+		e.ranks = append(e.ranks, newRank(i, opts, e.iters, &e.beforeFirst))
 	}
 	return e, nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,7 +47,15 @@ func checkInvariants(t *testing.T, r *rank) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	held := 0
+	held, noOutput := 0, 0
+	for _, s := range slices.Concat(r.running, r.waiting) {
+		if s.output == 0 {
+			noOutput++
+		}
+	}
+	if hw := r.beforeFirst; hw.n != noOutput || hw.n < 0 || hw.max < hw.n {
+		t.Fatalf("before first token: count %d, max %d; %d running or waiting requests have no output", hw.n, hw.max, noOutput)
+	}
 	for _, s := range r.running {
 		if s.state != stateRunning {
 			t.Fatalf("a request in the batch has state %d", s.state)

@@ -51,14 +51,20 @@ func get(t *testing.T, h http.Handler, target string) *httptest.ResponseRecorder
 // rules a scraper such as GIE uses (':' is legal there).
 func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
 	t.Helper()
-	rec := get(t, h, "/metrics")
+	return scrapePath(t, h, "/metrics")
+}
+
+// scrapePath parses GET path as scrape does.
+func scrapePath(t *testing.T, h http.Handler, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := get(t, h, path)
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Fatalf("Content-Type %q, want Prometheus text", ct)
 	}
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	mfs, err := parser.TextToMetricFamilies(rec.Body)
 	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
+		t.Fatalf("parse %s: %v", path, err)
 	}
 	return mfs
 }

@@ -61,11 +61,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// addPrometheus registers the dialect's collector on reg and serves reg at
-// GET /metrics.
+// addPrometheus registers the dialect's collector and enginesim's own on
+// reg and serves reg at GET /metrics.
 func (s *server) addPrometheus(rt router, reg *prometheus.Registry, defs []metricDef) error {
-	if err := reg.Register(&collector{stats: s.engine.Stats, defs: defs}); err != nil {
-		return fmt.Errorf("sim: register %s metrics: %w", s.dialect, err)
+	for _, c := range []prometheus.Collector{&collector{stats: s.engine.Stats, defs: defs}, newOwnCollector(s.engine)} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("sim: register %s metrics: %w", s.dialect, err)
+		}
 	}
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	rt.add(http.MethodGet, "/metrics", h.ServeHTTP)

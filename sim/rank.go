@@ -14,6 +14,8 @@ type rank struct {
 	iters  *iterBuffer
 	wake   chan struct{} // one buffered place: wakes an idle loop
 
+	engineBeforeFirst *sharedHighWater // the engine's, over all ranks
+
 	mu       sync.Mutex
 	waiting  []*seq // FIFO; preempted requests go back to the front
 	running  []*seq // admission order; preemption takes the last
@@ -21,6 +23,9 @@ type rank struct {
 	stopped  bool
 	counters rankCounters
 	last     lastStep
+	// beforeFirst counts the running and waiting requests with no output
+	// token yet (firsttoken.go).
+	beforeFirst highWater
 }
 
 // rankCounters are the cumulative counts the metrics export.
@@ -36,10 +41,10 @@ type lastStep struct {
 	seconds float64
 }
 
-func newRank(id int, opts Options, iters *iterBuffer) *rank {
+func newRank(id int, opts Options, iters *iterBuffer, beforeFirst *sharedHighWater) *rank {
 	return &rank{
 		id: id, opts: opts, usable: opts.NumGPUBlocks - 1, iters: iters,
-		wake:     make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), engineBeforeFirst: beforeFirst,
 		counters: rankCounters{finished: map[string]uint64{}},
 	}
 }
@@ -63,6 +68,7 @@ func (r *rank) enqueue(s *seq) error {
 		return ErrQueueFull
 	}
 	r.waiting = append(r.waiting, s)
+	r.countBeforeFirst(1)
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -113,6 +119,9 @@ func (r *rank) end(s *seq, reason string, err error) {
 	case stateRunning:
 		r.running = slices.DeleteFunc(r.running, func(x *seq) bool { return x == s })
 		r.release(s)
+	}
+	if s.output == 0 {
+		r.countBeforeFirst(-1)
 	}
 	s.state, s.finish, s.err = stateFinished, reason, err
 	if err == nil {

@@ -129,6 +129,9 @@ func (r *rank) complete(st *step) (ended int) {
 		}
 		s.output++
 		sampled++
+		if s.output == 1 {
+			r.countBeforeFirst(-1)
+		}
 		r.counters.generationTokens++
 		if !s.counted {
 			s.counted = true

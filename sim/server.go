@@ -49,8 +49,9 @@ type ServerOptions struct {
 	Dialect Dialect
 	// Seed is mixed into every request's generation key.
 	Seed uint64
-	// Registry receives the dialect's Prometheus collector; nil means a new
-	// registry of the handler's own. Unused by DialectTRTLLM.
+	// Registry receives the dialect's Prometheus collector and enginesim's
+	// own; nil means a new registry of the handler's own. Unused by
+	// DialectTRTLLM, whose /metrics is JSON.
 	Registry *prometheus.Registry
 	// Logger; nil means none.
 	Logger *zap.Logger
@@ -68,8 +69,10 @@ type server struct {
 
 // NewHandler returns the OpenAI-compatible handler: POST /v1/completions,
 // POST /v1/chat/completions, GET /v1/models, GET /health, GET /version,
-// POST /tokenize, and the dialect's load endpoints. Unknown paths get 404
-// and known paths with another method 405, each in OpenAI's error shape.
+// POST /tokenize, the dialect's load endpoints, and GET OwnMetricsPath
+// (enginesim's own Prometheus series, also in a Prometheus dialect's
+// /metrics). Unknown paths get 404 and known paths with another method
+// 405, each in OpenAI's error shape.
 // It fails when the options are unusable or the collector cannot register.
 func NewHandler(opts ServerOptions) (http.Handler, error) {
 	if opts.Engine == nil {
@@ -101,10 +104,14 @@ func NewHandler(opts ServerOptions) (http.Handler, error) {
 	return rt, nil
 }
 
-// addLoadRoutes adds the dialect's /metrics (and /v1/loads for SGLang).
+// addLoadRoutes adds the dialect's /metrics (and /v1/loads for SGLang),
+// and enginesim's own metrics at OwnMetricsPath.
 func (s *server) addLoadRoutes(rt router, reg *prometheus.Registry) error {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
+	}
+	if err := s.addOwnMetrics(rt); err != nil {
+		return err
 	}
 	switch s.dialect {
 	case DialectVLLM:

@@ -1,8 +1,16 @@
 package sim
 
-// Stats is a snapshot of the engine, one entry per rank.
+// Stats is a snapshot of the engine, one entry per rank, and the
+// engine-wide count of requests before their first token.
 type Stats struct {
 	Ranks []RankStats
+	// BeforeFirstToken is the requests, over all ranks, that Submit queued
+	// and that have neither produced an output token nor ended: waiting, or
+	// running their prefill. BeforeFirstTokenMax is the most there have
+	// been at once since New, exact: both change under a lock at each
+	// transition, not when sampled. It is the engine-wide peak, which the
+	// ranks' own peaks may not add up to.
+	BeforeFirstToken, BeforeFirstTokenMax int
 }
 
 // RankStats is a snapshot of one rank, taken under its lock, so its fields
@@ -34,6 +42,9 @@ type RankStats struct {
 	// GenThroughput is the output tokens per second of the last step, 0
 	// while idle.
 	GenThroughput float64
+	// BeforeFirstToken and BeforeFirstTokenMax are Stats' counts for this
+	// rank alone.
+	BeforeFirstToken, BeforeFirstTokenMax int
 }
 
 // KVUsage is vLLM's kv_cache_usage_perc: used blocks over usable blocks,
@@ -42,12 +53,16 @@ func (s RankStats) KVUsage() float64 {
 	return float64(s.UsedBlocks) / float64(s.UsableBlocks)
 }
 
-// Stats returns a snapshot of every rank.
+// Stats returns a snapshot of every rank, each taken under its lock, and
+// the engine-wide counts, taken last: while requests arrive or progress,
+// BeforeFirstToken need not equal the sum of the ranks'.
 func (e *Engine) Stats() Stats {
 	out := Stats{Ranks: make([]RankStats, len(e.ranks))}
 	for i, r := range e.ranks {
 		out.Ranks[i] = r.stats()
 	}
+	hw := e.beforeFirst.get()
+	out.BeforeFirstToken, out.BeforeFirstTokenMax = hw.n, hw.max
 	return out
 }
 
@@ -60,7 +75,8 @@ func (r *rank) stats() RankStats {
 		MaxNumSeqs: r.opts.MaxNumSeqs, MaxNumBatchedTokens: r.opts.MaxNumBatchedTokens,
 		PromptTokens: r.counters.promptTokens, GenerationTokens: r.counters.generationTokens,
 		Preemptions: r.counters.preemptions, Steps: r.counters.steps, AllocatedBlocks: r.counters.allocatedBlocks,
-		Finished: make(map[string]uint64, len(r.counters.finished)),
+		Finished:         make(map[string]uint64, len(r.counters.finished)),
+		BeforeFirstToken: r.beforeFirst.n, BeforeFirstTokenMax: r.beforeFirst.max,
 	}
 	for k, v := range r.counters.finished {
 		st.Finished[k] = v

@@ -106,4 +106,7 @@ func Usage(w io.Writer) {
 const usageIntro = "Usage: enginesim [flags]\n\n" +
 	"enginesim is a simulated LLM inference engine: an OpenAI-compatible server with vLLM's\n" +
 	"scheduler, a paged KV cache and Dynamo mocker's step times, but no GPU.\n" +
+	"GET " + sim.OwnMetricsPath + " serves its own gauges in every metrics dialect, among them\n" +
+	sim.MetricBeforeFirstTokenMax + ": the most requests before their first\n" +
+	"output token at once since start.\n" +
 	"Each flag may also be set by its environment variable; the flag wins.\n\n"
