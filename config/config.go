@@ -16,18 +16,44 @@ const DefaultOverloadStatus = 529
 // Config is slotgate's validated configuration. Each field names its flag
 // and environment variable; the defaults are in settings.go.
 type Config struct {
-	// EngineRequestLimit is N (--engine-request-limit,
-	// DYN_ENGINE_REQUEST_LIMIT). Zero means unset: no cap.
+	// EngineRequestLimit is N, the most admitted requests that have not
+	// finished (--engine-request-limit,
+	// DYN_BACKEND_ADMISSION_ENGINE_REQUEST_LIMIT, or the legacy
+	// DYN_ENGINE_REQUEST_LIMIT). Zero means unset: no limit.
 	EngineRequestLimit int
-	// RequestQueueLimit is Q (--request-queue-limit,
-	// DYN_DYNAMO_REQUEST_QUEUE_LIMIT, default 16). Zero when N is unset.
+	// EngineRequestWaitingLimit is W, the most admitted requests not yet
+	// past their first generated token (--engine-request-waiting-limit,
+	// DYN_BACKEND_ADMISSION_ENGINE_REQUEST_WAITING_LIMIT, or
+	// DYN_BACKEND_ADMISSION_ENGINE_WAIT_LIMIT, the name Dynamo 1.7's code
+	// reads). Zero means unset: no limit. N or W turns the gate on (GateOn);
+	// a request is admitted only with room under both.
+	EngineRequestWaitingLimit int
+	// RequestQueueLimit is Q, the requests waiting for admission
+	// (--request-queue-limit, DYN_BACKEND_ADMISSION_REQUEST_QUEUE_LIMIT, or
+	// the legacy DYN_DYNAMO_REQUEST_QUEUE_LIMIT); 16 when the gate is on and
+	// Q is not given, and zero, no queue, when the gate is off. Under the
+	// flag or the canonical variable it may be 0; under the legacy name it
+	// is at least 2 and read only when N is set.
 	RequestQueueLimit int
+	// PerRankLimits makes N and W apply to each data-parallel rank rather
+	// than to the whole engine (--per-rank-limits, SLOTGATE_PER_RANK_LIMITS,
+	// false).
+	PerRankLimits bool
 	// OverloadStatus is the status of capacity rejections
 	// (--overload-status-code, DYN_HTTP_OVERLOAD_STATUS_CODE, default 529).
 	OverloadStatus int
-	// QueueTimeout bounds the queue wait (--queue-timeout,
-	// SLOTGATE_QUEUE_TIMEOUT); zero means none.
+	// QueueTimeout is each queued request's deadline, counted from enqueue
+	// (--queue-timeout or SLOTGATE_QUEUE_TIMEOUT as a duration,
+	// DYN_DYNAMO_REQUEST_QUEUE_TIMEOUT_MS in milliseconds); zero means none.
+	// It is zero too when --queue-controlled-delay
+	// (DYN_DYNAMO_REQUEST_QUEUE_ENABLE_CONTROLLED_DELAY, true) is false.
 	QueueTimeout time.Duration
+	// QueueAdaptiveLIFO makes the admission after each queue-timeout
+	// rejection go to the newest waiter instead of the oldest, exactly once
+	// per rejection (--queue-adaptive-lifo,
+	// DYN_DYNAMO_REQUEST_QUEUE_ENABLE_ADAPTIVE_LIFO, false). Without a
+	// queue timeout it does nothing.
+	QueueAdaptiveLIFO bool
 	// Listen is the proxy address (--listen, SLOTGATE_LISTEN, ":8080").
 	Listen string
 	// EngineURL is the engine's base URL (--engine-url, SLOTGATE_ENGINE_URL).
@@ -104,8 +130,15 @@ type Config struct {
 	// Warnings are problems that did not stop start-up, to be logged once.
 	Warnings []string
 	// Sources maps each flag name to where its value came from: "flag",
-	// the environment variable's name, or "default".
+	// the name of the environment variable that gave it (a legacy name
+	// when that was the one set), or "default".
 	Sources map[string]string
+}
+
+// GateOn reports whether an engine limit, N or W, is set. Without one
+// slotgate admits everything at once: a pure pass-through, with no queue.
+func (c Config) GateOn() bool {
+	return c.EngineRequestLimit > 0 || c.EngineRequestWaitingLimit > 0
 }
 
 // Load parses args (without the program name) and environ, a map of
@@ -125,17 +158,14 @@ func Load(args []string, environ map[string]string) (Config, error) {
 	c.Sources = sources
 	v := flagenv.NewChecker(sources)
 	c.fill(&r, v)
+	warnShadowed(v, flagenv.Shadowed(flagenv.MustSettings(&r), sources, environ))
 	c.Warnings = v.Warnings()
 	return c, v.Err()
 }
 
 func (c *Config) fill(r *raw, v *flagenv.Checker) {
-	c.EngineRequestLimit = engineLimit(v, "engine-request-limit", r.EngineRequestLimit)
-	if r.EngineRequestLimit != "" {
-		c.RequestQueueLimit = intAtLeast(v, "request-queue-limit", r.RequestQueueLimit, 2)
-	}
+	c.fillAdmission(r, v)
 	c.OverloadStatus = overloadStatus(v, "overload-status-code", r.OverloadStatusCode)
-	c.QueueTimeout = v.Duration("queue-timeout", r.QueueTimeout, 0)
 	c.Listen = v.Address("listen", r.Listen)
 	c.AdminListen = v.Address("admin-listen", r.AdminListen)
 	if c.Listen != "" && c.Listen == c.AdminListen && !strings.HasSuffix(c.Listen, ":0") {

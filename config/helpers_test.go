@@ -18,10 +18,14 @@ type setting struct {
 // check it against Config.Sources and Usage, so a setting added to the
 // package without a test here fails TestSettingsTableIsComplete.
 var allSettings = []setting{
-	{"engine-request-limit", "DYN_ENGINE_REQUEST_LIMIT", "(unset)"},
-	{"request-queue-limit", "DYN_DYNAMO_REQUEST_QUEUE_LIMIT", "16"},
+	{"engine-request-limit", "DYN_BACKEND_ADMISSION_ENGINE_REQUEST_LIMIT", "(unset)"},
+	{"engine-request-waiting-limit", "DYN_BACKEND_ADMISSION_ENGINE_REQUEST_WAITING_LIMIT", "(unset)"},
+	{"request-queue-limit", "DYN_BACKEND_ADMISSION_REQUEST_QUEUE_LIMIT", "16"},
+	{"per-rank-limits", "SLOTGATE_PER_RANK_LIMITS", "false"},
 	{"overload-status-code", "DYN_HTTP_OVERLOAD_STATUS_CODE", "529"},
 	{"queue-timeout", "SLOTGATE_QUEUE_TIMEOUT", "0s"},
+	{"queue-controlled-delay", "DYN_DYNAMO_REQUEST_QUEUE_ENABLE_CONTROLLED_DELAY", "true"},
+	{"queue-adaptive-lifo", "DYN_DYNAMO_REQUEST_QUEUE_ENABLE_ADAPTIVE_LIFO", "false"},
 	{"listen", "SLOTGATE_LISTEN", ":8080"},
 	{"engine-url", "SLOTGATE_ENGINE_URL", "http://127.0.0.1:8000"},
 	{"admin-listen", "SLOTGATE_ADMIN_LISTEN", ":9090"},
@@ -49,6 +53,15 @@ var allSettings = []setting{
 	{"enable-profiling", "SLOTGATE_ENABLE_PROFILING", "false"},
 	{"log-level", "SLOTGATE_LOG_LEVEL", "info"},
 	{"log-format", "SLOTGATE_LOG_FORMAT", "json"},
+}
+
+// otherNames are the variables read after a setting's own, in order, as
+// --help lists them under it.
+var otherNames = map[string][]string{
+	"engine-request-limit":         {"DYN_ENGINE_REQUEST_LIMIT"},
+	"engine-request-waiting-limit": {"DYN_BACKEND_ADMISSION_ENGINE_WAIT_LIMIT"},
+	"request-queue-limit":          {"DYN_DYNAMO_REQUEST_QUEUE_LIMIT"},
+	"queue-timeout":                {"DYN_DYNAMO_REQUEST_QUEUE_TIMEOUT_MS"},
 }
 
 // bad names one expected problem: who gave the value ("--flag" or the

@@ -24,6 +24,9 @@ func TestDefaults(t *testing.T) {
 			m := map[string]string{}
 			for _, s := range allSettings {
 				m[s.env] = ""
+				for _, name := range otherNames[s.flag] {
+					m[name] = ""
+				}
 			}
 			return m
 		}()},
@@ -31,8 +34,12 @@ func TestDefaults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustLoad(t, nil, tc.env)
-			if c.EngineRequestLimit != 0 || c.RequestQueueLimit != 0 {
-				t.Errorf("limits = %d, %d; want 0, 0 (no cap)", c.EngineRequestLimit, c.RequestQueueLimit)
+			if c.EngineRequestLimit != 0 || c.EngineRequestWaitingLimit != 0 || c.RequestQueueLimit != 0 || c.GateOn() {
+				t.Errorf("N, W, Q = %d, %d, %d, GateOn %v; want 0, 0, 0 and off (no cap)",
+					c.EngineRequestLimit, c.EngineRequestWaitingLimit, c.RequestQueueLimit, c.GateOn())
+			}
+			if c.PerRankLimits || c.QueueAdaptiveLIFO {
+				t.Errorf("PerRankLimits, QueueAdaptiveLIFO = %v, %v; want false, false", c.PerRankLimits, c.QueueAdaptiveLIFO)
 			}
 			if c.OverloadStatus != 529 || config.DefaultOverloadStatus != 529 {
 				t.Errorf("OverloadStatus = %d, DefaultOverloadStatus = %d; want 529", c.OverloadStatus, config.DefaultOverloadStatus)
@@ -105,9 +112,11 @@ func TestPrecedence(t *testing.T) {
 		flagVal   string // given as a flag...
 		flagWant  string // ...gives this
 	}{
-		{"engine-request-limit", "DYN_ENGINE_REQUEST_LIMIT", nil,
+		{"engine-request-limit", "DYN_BACKEND_ADMISSION_ENGINE_REQUEST_LIMIT", nil,
 			func(c config.Config) string { return str(c.EngineRequestLimit) }, "0", "3", "3", "7", "7"},
-		{"request-queue-limit", "DYN_DYNAMO_REQUEST_QUEUE_LIMIT", map[string]string{"DYN_ENGINE_REQUEST_LIMIT": "4"},
+		{"engine-request-waiting-limit", "DYN_BACKEND_ADMISSION_ENGINE_REQUEST_WAITING_LIMIT", nil,
+			func(c config.Config) string { return str(c.EngineRequestWaitingLimit) }, "0", "3", "3", "7", "7"},
+		{"request-queue-limit", "DYN_BACKEND_ADMISSION_REQUEST_QUEUE_LIMIT", map[string]string{"DYN_ENGINE_REQUEST_LIMIT": "4"},
 			func(c config.Config) string { return str(c.RequestQueueLimit) }, "16", "5", "5", "9", "9"},
 		{"overload-status-code", "DYN_HTTP_OVERLOAD_STATUS_CODE", nil,
 			func(c config.Config) string { return str(c.OverloadStatus) }, "529", "503", "503", "429", "429"},
@@ -251,16 +260,20 @@ func TestRequestQueueLimit(t *testing.T) {
 		{name: "invalid ignored without a limit", env: map[string]string{queue: "abc"}},
 		{name: "1 ignored without a limit", env: map[string]string{queue: "1"}},
 		{name: "ignored with an empty limit", env: map[string]string{limit: "", queue: "0"}},
-		{name: "flag ignored without a limit", args: []string{"--request-queue-limit=1"}},
+		// Dynamo 1.7: a positive queue given by flag (or canonical
+		// variable) with no engine limit stops start-up; it was ignored.
+		{name: "flag without a limit", args: []string{"--request-queue-limit=1"},
+			wantProbs: []bad{{"--request-queue-limit", "1"}}},
 
 		{name: "1 with a limit", env: map[string]string{limit: "4", queue: "1"}, wantProbs: []bad{{queue, "1"}}},
 		{name: "0 with a limit", env: map[string]string{limit: "4", queue: "0"}, wantProbs: []bad{{queue, "0"}}},
 		{name: "abc with a limit", env: map[string]string{limit: "4", queue: "abc"}, wantProbs: []bad{{queue, "abc"}}},
 		{name: "negative with a limit", env: map[string]string{limit: "4", queue: "-16"}, wantProbs: []bad{{queue, "-16"}}},
-		{name: "flag 1 with a limit", args: []string{"--request-queue-limit=1"},
-			env: map[string]string{limit: "4"}, wantProbs: []bad{{"--request-queue-limit", "1"}}},
-		{name: "flag 0 with limit flag", args: []string{"--engine-request-limit=4", "--request-queue-limit=0"},
-			wantProbs: []bad{{"--request-queue-limit", "0"}}},
+		// Dynamo 1.7: under the flag, any whole number, 0 for no queue.
+		{name: "flag 1 with a limit", args: []string{"--request-queue-limit=1"}, env: map[string]string{limit: "4"}, wantQ: 1},
+		{name: "flag 0 with limit flag", args: []string{"--engine-request-limit=4", "--request-queue-limit=0"}, wantQ: 0},
+		{name: "flag negative with a limit", args: []string{"--request-queue-limit=-1"},
+			env: map[string]string{limit: "4"}, wantProbs: []bad{{"--request-queue-limit", "-1"}}},
 		{name: "flag abc with a limit", args: []string{"--request-queue-limit=abc"},
 			env: map[string]string{limit: "4", queue: "8"}, wantProbs: []bad{{"--request-queue-limit", "abc"}}},
 		{name: "both bad, both reported", env: map[string]string{limit: "0", queue: "1"},
@@ -519,7 +532,7 @@ func TestEveryProblemReported(t *testing.T) {
 	}{
 		{
 			name: "four, flags and variables",
-			args: []string{"--request-queue-limit=1", "--retry-after=1500ms"},
+			args: []string{"--request-queue-limit=-1", "--retry-after=1500ms"},
 			env: map[string]string{
 				"DYN_ENGINE_REQUEST_LIMIT":      "0",
 				"SLOTGATE_LOG_LEVEL":            "loud",
@@ -527,7 +540,7 @@ func TestEveryProblemReported(t *testing.T) {
 			},
 			probs: []bad{
 				{"DYN_ENGINE_REQUEST_LIMIT", "0"},
-				{"--request-queue-limit", "1"},
+				{"--request-queue-limit", "-1"},
 				{"SLOTGATE_LOG_LEVEL", "loud"},
 				{"--retry-after", "1500ms"},
 			},

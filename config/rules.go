@@ -17,7 +17,8 @@ func engineLimit(v *flagenv.Checker, flagName, s string) int {
 	if s == "" {
 		return 0
 	}
-	return v.Int(flagName, s, 1, math.MaxInt, "must be a positive integer")
+	// The limiter keeps math.MaxInt for "no limit".
+	return v.Int(flagName, s, 1, math.MaxInt-1, "must be a positive integer")
 }
 
 func intAtLeast(v *flagenv.Checker, flagName, s string, min int) int {

@@ -2,38 +2,43 @@ package config
 
 // raw holds every setting as the text that was given for it, in the shape
 // internal/flagenv reads: env and envDefault for the variable and its
-// default, flag and usage for the command-line flag. Order here is the
-// order of --help.
+// default, alias for the other variables read after it (Dynamo's legacy and
+// proposed names), flag and usage for the command-line flag. Order here is
+// the order of --help.
 type raw struct {
-	EngineRequestLimit    string `flag:"engine-request-limit" env:"DYN_ENGINE_REQUEST_LIMIT" usage:"N, the engine slots: requests the engine may run at once. Unset: no cap, pure pass-through"`
-	RequestQueueLimit     string `flag:"request-queue-limit" env:"DYN_DYNAMO_REQUEST_QUEUE_LIMIT" envDefault:"16" usage:"Q, the FIFO overflow queue (at least 2); read only when the engine limit is set"`
-	OverloadStatusCode    string `flag:"overload-status-code" env:"DYN_HTTP_OVERLOAD_STATUS_CODE" envDefault:"529" usage:"HTTP status of a capacity rejection, 200 through 999; anything else falls back to 529 with a warning"`
-	QueueTimeout          string `flag:"queue-timeout" env:"SLOTGATE_QUEUE_TIMEOUT" envDefault:"0s" usage:"longest wait in the queue before the overload answer; 0 waits without limit, as Dynamo does"`
-	Listen                string `flag:"listen" env:"SLOTGATE_LISTEN" envDefault:":8080" usage:"proxy address, HTTP/1.1 and cleartext HTTP/2 (h2c)"`
-	EngineURL             string `flag:"engine-url" env:"SLOTGATE_ENGINE_URL" envDefault:"http://127.0.0.1:8000" usage:"the engine's base URL"`
-	AdminListen           string `flag:"admin-listen" env:"SLOTGATE_ADMIN_LISTEN" envDefault:":9090" usage:"admin address: /metrics, /livez, /readyz, POST /drain; never the proxy port"`
-	EngineHealthPath      string `flag:"engine-health-path" env:"SLOTGATE_ENGINE_HEALTH_PATH" envDefault:"/health" usage:"engine path polled every second for /readyz"`
-	PassthroughPaths      string `flag:"passthrough-paths" env:"SLOTGATE_PASSTHROUGH_PATHS" envDefault:"/health,/v1/models,/metrics,/version" usage:"comma-separated engine paths proxied without taking a slot"`
-	MaxRequestBody        string `flag:"max-request-body-bytes" env:"SLOTGATE_MAX_REQUEST_BODY_BYTES" envDefault:"33554432" usage:"largest request body accepted; larger ones get 413"`
-	RetryAfter            string `flag:"retry-after" env:"SLOTGATE_RETRY_AFTER" envDefault:"1s" usage:"Retry-After sent with overload answers, whole seconds; 0 sends none"`
-	ShutdownTimeout       string `flag:"shutdown-timeout" env:"SLOTGATE_SHUTDOWN_TIMEOUT" envDefault:"60s" usage:"after the drain delay, how long in-flight and queued requests may take to finish"`
-	DrainDelay            string `flag:"drain-delay" env:"SLOTGATE_DRAIN_DELAY" envDefault:"5s" usage:"after SIGTERM or POST /drain, how long new requests are still served while endpoints update"`
-	EngineMetricsInterval string `flag:"engine-metrics-interval" env:"SLOTGATE_ENGINE_METRICS_INTERVAL" envDefault:"200ms" usage:"how often the engine's load metrics are scraped"`
-	EngineMetricsDialect  string `flag:"engine-metrics-dialect" env:"SLOTGATE_ENGINE_METRICS_DIALECT" envDefault:"auto" usage:"how the engine reports its load: auto, vllm, sglang, trtllm or none"`
-	KVTotalBlocks         string `flag:"kv-total-blocks" env:"SLOTGATE_KV_TOTAL_BLOCKS" envDefault:"0" usage:"each DP rank's KV cache capacity in blocks, when the engine does not export it; 0: unset"`
-	BlockSize             string `flag:"block-size" env:"SLOTGATE_BLOCK_SIZE" envDefault:"0" usage:"tokens per KV block, when the engine does not export it; 0: unset"`
-	MaxNumBatchedTokens   string `flag:"max-num-batched-tokens" env:"SLOTGATE_MAX_NUM_BATCHED_TOKENS" envDefault:"0" usage:"each DP rank's token budget per step, when the engine does not export it (vLLM does not); 0: unset"`
-	DataParallelSize      string `flag:"data-parallel-size" env:"SLOTGATE_DATA_PARALLEL_SIZE" envDefault:"0" usage:"the DP ranks behind the engine URL; vLLM's KV capacity is divided by it; 0: the ranks the engine reports"`
-	DecodeThreshold       string `flag:"active-decode-blocks-threshold" env:"DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD" usage:"busy when KV blocks in use exceed this fraction (0..1) of the total on every rank; unset or None: off"`
-	PrefillThreshold      string `flag:"active-prefill-tokens-threshold" env:"DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD" usage:"busy when prefill tokens exceed this count on every rank; unset or None: off"`
-	PrefillThresholdFrac  string `flag:"active-prefill-tokens-threshold-frac" env:"DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC" usage:"busy when prefill tokens exceed this multiple of max-num-batched-tokens on every rank; unset or None: off"`
-	RejectWhenBusy        string `flag:"reject-when-busy" env:"SLOTGATE_REJECT_WHEN_BUSY" envDefault:"false" bool:"true" usage:"refuse new requests with the overload status while the worker is busy, for frontends that cannot exclude busy workers"`
-	ORCAHeader            string `flag:"orca-header" env:"SLOTGATE_ORCA_HEADER" envDefault:"false" bool:"true" usage:"add an ORCA endpoint-load-metrics header (TEXT form) to proxied responses"`
-	AdminGRPCListen       string `flag:"admin-grpc-listen" env:"SLOTGATE_ADMIN_GRPC_LISTEN" envDefault:":9091" usage:"gRPC admin address: the LoadReporter service and gRPC health; off (or an empty flag): none; never the proxy port"`
-	AdmissionConfig       string `flag:"admission-config" env:"SLOTGATE_ADMISSION_CONFIG" usage:"YAML file of the admission policy: request classifier and policy-class queues; unset: every request admitted in one FIFO queue"`
-	ModelName             string `flag:"model-name" env:"SLOTGATE_MODEL_NAME" envDefault:"default" usage:"the model named in /busy_threshold answers"`
-	AccessLog             string `flag:"access-log" env:"SLOTGATE_ACCESS_LOG" envDefault:"true" bool:"true" usage:"write one JSON line per proxied request to standard error; false for none"`
-	EnableProfiling       string `flag:"enable-profiling" env:"SLOTGATE_ENABLE_PROFILING" envDefault:"false" bool:"true" usage:"serve Go's pprof profiles under /debug/pprof/ on the admin port"`
-	LogLevel              string `flag:"log-level" env:"SLOTGATE_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
-	LogFormat             string `flag:"log-format" env:"SLOTGATE_LOG_FORMAT" envDefault:"json" usage:"json or console"`
+	EngineRequestLimit        string `flag:"engine-request-limit" env:"DYN_BACKEND_ADMISSION_ENGINE_REQUEST_LIMIT" alias:"DYN_ENGINE_REQUEST_LIMIT (legacy)" usage:"N: admitted requests the engine may hold until they finish. Unset: no limit; with W unset too, pure pass-through"`
+	EngineRequestWaitingLimit string `flag:"engine-request-waiting-limit" env:"DYN_BACKEND_ADMISSION_ENGINE_REQUEST_WAITING_LIMIT" alias:"DYN_BACKEND_ADMISSION_ENGINE_WAIT_LIMIT (as Dynamo 1.7's code reads it)" usage:"W: admitted requests not yet past their first generated token. Unset: no limit"`
+	RequestQueueLimit         string `flag:"request-queue-limit" env:"DYN_BACKEND_ADMISSION_REQUEST_QUEUE_LIMIT" alias:"DYN_DYNAMO_REQUEST_QUEUE_LIMIT (legacy: at least 2 and read only when N is set)" envDefault:"16" usage:"Q, the FIFO queue waiting for admission, 16 when N or W is set; 0: no queue. A positive Q needs N or W"`
+	PerRankLimits             string `flag:"per-rank-limits" env:"SLOTGATE_PER_RANK_LIMITS" envDefault:"false" bool:"true" usage:"N and W apply to each data-parallel rank, as in Dynamo, instead of to the whole engine"`
+	OverloadStatusCode        string `flag:"overload-status-code" env:"DYN_HTTP_OVERLOAD_STATUS_CODE" envDefault:"529" usage:"HTTP status of a capacity rejection, 200 through 999; anything else falls back to 529 with a warning"`
+	QueueTimeout              string `flag:"queue-timeout" env:"SLOTGATE_QUEUE_TIMEOUT" alias:"DYN_DYNAMO_REQUEST_QUEUE_TIMEOUT_MS (whole milliseconds)" envDefault:"0s" usage:"longest wait in the queue, from enqueue, before the overload answer; 0 waits without limit, as Dynamo 1.7 does"`
+	QueueControlledDelay      string `flag:"queue-controlled-delay" env:"DYN_DYNAMO_REQUEST_QUEUE_ENABLE_CONTROLLED_DELAY" envDefault:"true" bool:"true" usage:"apply the queue timeout; false switches it off"`
+	QueueAdaptiveLIFO         string `flag:"queue-adaptive-lifo" env:"DYN_DYNAMO_REQUEST_QUEUE_ENABLE_ADAPTIVE_LIFO" envDefault:"false" bool:"true" usage:"after a queue-timeout rejection, take exactly one admission from the newest waiter instead of the oldest; needs a queue timeout"`
+	Listen                    string `flag:"listen" env:"SLOTGATE_LISTEN" envDefault:":8080" usage:"proxy address, HTTP/1.1 and cleartext HTTP/2 (h2c)"`
+	EngineURL                 string `flag:"engine-url" env:"SLOTGATE_ENGINE_URL" envDefault:"http://127.0.0.1:8000" usage:"the engine's base URL"`
+	AdminListen               string `flag:"admin-listen" env:"SLOTGATE_ADMIN_LISTEN" envDefault:":9090" usage:"admin address: /metrics, /livez, /readyz, POST /drain; never the proxy port"`
+	EngineHealthPath          string `flag:"engine-health-path" env:"SLOTGATE_ENGINE_HEALTH_PATH" envDefault:"/health" usage:"engine path polled every second for /readyz"`
+	PassthroughPaths          string `flag:"passthrough-paths" env:"SLOTGATE_PASSTHROUGH_PATHS" envDefault:"/health,/v1/models,/metrics,/version" usage:"comma-separated engine paths proxied without taking a slot"`
+	MaxRequestBody            string `flag:"max-request-body-bytes" env:"SLOTGATE_MAX_REQUEST_BODY_BYTES" envDefault:"33554432" usage:"largest request body accepted; larger ones get 413"`
+	RetryAfter                string `flag:"retry-after" env:"SLOTGATE_RETRY_AFTER" envDefault:"1s" usage:"Retry-After sent with overload answers, whole seconds; 0 sends none"`
+	ShutdownTimeout           string `flag:"shutdown-timeout" env:"SLOTGATE_SHUTDOWN_TIMEOUT" envDefault:"60s" usage:"after the drain delay, how long in-flight and queued requests may take to finish"`
+	DrainDelay                string `flag:"drain-delay" env:"SLOTGATE_DRAIN_DELAY" envDefault:"5s" usage:"after SIGTERM or POST /drain, how long new requests are still served while endpoints update"`
+	EngineMetricsInterval     string `flag:"engine-metrics-interval" env:"SLOTGATE_ENGINE_METRICS_INTERVAL" envDefault:"200ms" usage:"how often the engine's load metrics are scraped"`
+	EngineMetricsDialect      string `flag:"engine-metrics-dialect" env:"SLOTGATE_ENGINE_METRICS_DIALECT" envDefault:"auto" usage:"how the engine reports its load: auto, vllm, sglang, trtllm or none"`
+	KVTotalBlocks             string `flag:"kv-total-blocks" env:"SLOTGATE_KV_TOTAL_BLOCKS" envDefault:"0" usage:"each DP rank's KV cache capacity in blocks, when the engine does not export it; 0: unset"`
+	BlockSize                 string `flag:"block-size" env:"SLOTGATE_BLOCK_SIZE" envDefault:"0" usage:"tokens per KV block, when the engine does not export it; 0: unset"`
+	MaxNumBatchedTokens       string `flag:"max-num-batched-tokens" env:"SLOTGATE_MAX_NUM_BATCHED_TOKENS" envDefault:"0" usage:"each DP rank's token budget per step, when the engine does not export it (vLLM does not); 0: unset"`
+	DataParallelSize          string `flag:"data-parallel-size" env:"SLOTGATE_DATA_PARALLEL_SIZE" envDefault:"0" usage:"the DP ranks behind the engine URL; vLLM's KV capacity is divided by it; 0: the ranks the engine reports"`
+	DecodeThreshold           string `flag:"active-decode-blocks-threshold" env:"DYN_ACTIVE_DECODE_BLOCKS_THRESHOLD" usage:"busy when KV blocks in use exceed this fraction (0..1) of the total on every rank; unset or None: off"`
+	PrefillThreshold          string `flag:"active-prefill-tokens-threshold" env:"DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD" usage:"busy when prefill tokens exceed this count on every rank; unset or None: off"`
+	PrefillThresholdFrac      string `flag:"active-prefill-tokens-threshold-frac" env:"DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC" usage:"busy when prefill tokens exceed this multiple of max-num-batched-tokens on every rank; unset or None: off"`
+	RejectWhenBusy            string `flag:"reject-when-busy" env:"SLOTGATE_REJECT_WHEN_BUSY" envDefault:"false" bool:"true" usage:"refuse new requests with the overload status while the worker is busy, for frontends that cannot exclude busy workers"`
+	ORCAHeader                string `flag:"orca-header" env:"SLOTGATE_ORCA_HEADER" envDefault:"false" bool:"true" usage:"add an ORCA endpoint-load-metrics header (TEXT form) to proxied responses"`
+	AdminGRPCListen           string `flag:"admin-grpc-listen" env:"SLOTGATE_ADMIN_GRPC_LISTEN" envDefault:":9091" usage:"gRPC admin address: the LoadReporter service and gRPC health; off (or an empty flag): none; never the proxy port"`
+	AdmissionConfig           string `flag:"admission-config" env:"SLOTGATE_ADMISSION_CONFIG" usage:"YAML file of the admission policy: request classifier and policy-class queues; unset: every request admitted in one FIFO queue"`
+	ModelName                 string `flag:"model-name" env:"SLOTGATE_MODEL_NAME" envDefault:"default" usage:"the model named in /busy_threshold answers"`
+	AccessLog                 string `flag:"access-log" env:"SLOTGATE_ACCESS_LOG" envDefault:"true" bool:"true" usage:"write one JSON line per proxied request to standard error; false for none"`
+	EnableProfiling           string `flag:"enable-profiling" env:"SLOTGATE_ENABLE_PROFILING" envDefault:"false" bool:"true" usage:"serve Go's pprof profiles under /debug/pprof/ on the admin port"`
+	LogLevel                  string `flag:"log-level" env:"SLOTGATE_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
+	LogFormat                 string `flag:"log-format" env:"SLOTGATE_LOG_FORMAT" envDefault:"json" usage:"json or console"`
 }

@@ -16,6 +16,10 @@ func Usage(w io.Writer) {
 
 // usageIntro opens the --help text.
 const usageIntro = "Usage: slotgate [flags]\n\n" +
-	"slotgate is a sidecar reverse proxy that caps the requests reaching one inference engine:\n" +
-	"N engine slots plus a FIFO queue of Q, and an immediate overload answer beyond N+Q.\n" +
-	"Each flag may also be set by its environment variable; the flag wins.\n\n"
+	"slotgate is a sidecar reverse proxy that caps the requests reaching one inference engine,\n" +
+	"as Dynamo's backend admission gate does: a request is admitted while fewer than N admitted\n" +
+	"requests are unfinished and fewer than W are waiting for their first token; otherwise it\n" +
+	"waits in a FIFO queue of Q, and beyond that gets the overload answer at once. With neither\n" +
+	"N nor W set, slotgate is a pure pass-through.\n" +
+	"Each flag may also be set by its environment variable, or by the other names listed under\n" +
+	"it; the flag wins, then the first name set.\n\n"

@@ -224,3 +224,54 @@ func TestOneOfAndNonEmpty(t *testing.T) {
 		})
 	}
 }
+
+func TestBool(t *testing.T) {
+	const rule = "must be true or false (or 1 or 0, on or off, yes or no)"
+	tests := []struct {
+		s    string
+		want bool
+		ok   bool
+	}{
+		{"1", true, true},
+		{"true", true, true},
+		{"TRUE", true, true},
+		{"True", true, true},
+		{"tRuE", true, true},
+		{"on", true, true},
+		{"ON", true, true},
+		{"yes", true, true},
+		{"Yes", true, true},
+		{"t", true, true},
+		{"T", true, true},
+		{" yes\t", true, true},
+		{"0", false, true},
+		{"false", false, true},
+		{"FALSE", false, true},
+		{"off", false, true},
+		{"Off", false, true},
+		{"no", false, true},
+		{"NO", false, true},
+		{"f", false, true},
+		{" 0 ", false, true},
+		{"", false, false},
+		{" ", false, false},
+		{"2", false, false},
+		{"-1", false, false},
+		{"y", false, false},
+		{"n", false, false},
+		{"enabled", false, false},
+		{"maybe", false, false},
+		{"yes please", false, false},
+		{"o n", false, false},
+	}
+	for _, tt := range tests {
+		got, problem := check(func(v *flagenv.Checker) bool { return v.Bool("e", tt.s) })
+		wantProblem := ""
+		if !tt.ok {
+			wantProblem = "VAR_E: " + rule + `, got "` + tt.s + `"`
+		}
+		if got != tt.want || problem != wantProblem {
+			t.Errorf("Bool(%q) = %v, %q; want %v, %q", tt.s, got, problem, tt.want, wantProblem)
+		}
+	}
+}

@@ -4,18 +4,23 @@
 // own raw struct, its own rules and its own Config; this package holds the
 // machinery they share.
 //
-// A raw struct has only string fields, each tagged with flag, env (read by
-// github.com/caarlos0/env), optionally envDefault, usage, and bool:"true" for
-// a flag that may be given without a value. Field order is --help order.
+// A raw struct has only string fields, each tagged with flag, env (its tags
+// read by github.com/caarlos0/env), optionally envDefault, usage, alias for
+// other variables that give the setting (such as a legacy name), and
+// bool:"true" for a flag that may be given without a value. Field order is
+// --help order.
 //
 // Invariants:
 //
-//   - Precedence is flag, then environment variable, then default, for every
-//     setting; a variable set to "" counts as unset.
+//   - Precedence is flag, then environment variable, then each alias in the
+//     tag's order, then default, for every setting; a variable set to ""
+//     counts as unset.
 //   - Parse reads nothing from the process: the caller passes the arguments
 //     and the environment, so tests need no process state.
-//   - Every setting has exactly one source: "flag", the variable's name, or
-//     "default".
+//   - Every setting has exactly one source: "flag", the name of the variable
+//     that gave the value (the alias, when an alias did), or "default"; so
+//     a problem names the variable the user actually set.
+//   - No variable gives two settings, or one setting under two names.
 //   - A Checker never stops at the first problem: it records every one, each
 //     on its own line as "NAME: RULE, got "VALUE"", where NAME is --flag,
 //     VARIABLE or --flag (default), after where the value came from.

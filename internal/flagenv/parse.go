@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/caarlos0/env/v11"
 )
 
 // Source values besides a variable's name.
@@ -21,19 +19,23 @@ const (
 // as --version, beforehand. fs is silenced: problems are returned, not
 // printed. args exclude the program name; a nil environ is empty.
 //
-// It returns each flag's source: "flag", the variable's name, or "default".
-// It returns flag.ErrHelp unchanged for -h or --help, and an error for a bad
-// struct, an unknown flag or a stray argument; values are not checked here.
+// A setting's value is its flag's, else that of the first of its variables
+// (Env, then each alias in order) set to anything but "", else its default.
+// Parse returns each flag's source: "flag", the name of the variable that
+// gave the value, or "default". It returns flag.ErrHelp unchanged for -h or
+// --help, and an error for a bad struct, an unknown flag or a stray
+// argument; values are not checked here.
 func Parse(fs *flag.FlagSet, raw any, args []string, environ map[string]string) (map[string]string, error) {
 	list, err := Settings(raw)
 	if err != nil {
 		return nil, err
 	}
-	if environ == nil {
-		environ = map[string]string{} // env.ParseWithOptions reads os.Environ when given nil
-	}
-	if err := env.ParseWithOptions(raw, env.Options{Environment: environ}); err != nil {
-		return nil, fmt.Errorf("read environment: %w", err)
+	out := make(map[string]string, len(list))
+	for _, s := range list {
+		*s.Value, out[s.Flag] = s.Default, SourceDefault
+		if name, value, ok := s.lookup(environ); ok {
+			*s.Value, out[s.Flag] = value, name
+		}
 	}
 	fs.SetOutput(io.Discard)
 	for _, s := range list {
@@ -54,25 +56,12 @@ func Parse(fs *flag.FlagSet, raw any, args []string, environ map[string]string) 
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("command line: unexpected argument %q", fs.Arg(0))
 	}
-	return sources(fs, list, environ), nil
-}
-
-// sources records where each setting's value came from.
-func sources(fs *flag.FlagSet, list []Setting, environ map[string]string) map[string]string {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	out := make(map[string]string, len(list))
-	for _, s := range list {
-		switch {
-		case set[s.Flag]:
-			out[s.Flag] = SourceFlag
-		case environ[s.Env] != "":
-			out[s.Flag] = s.Env
-		default:
-			out[s.Flag] = SourceDefault
+	fs.Visit(func(f *flag.Flag) {
+		if _, ok := out[f.Name]; ok { // not the caller's own flags
+			out[f.Name] = SourceFlag
 		}
-	}
-	return out
+	})
+	return out, nil
 }
 
 // Environ turns os.Environ's KEY=value list into the map Parse takes.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -148,7 +149,7 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("got %d settings, want %d", len(list), len(want))
 	}
 	for i := range want {
-		if list[i] != want[i] {
+		if !reflect.DeepEqual(list[i], want[i]) {
 			t.Errorf("setting %d = %+v, want %+v", i, list[i], want[i])
 		}
 	}

@@ -132,12 +132,17 @@ func (c *Checker) NonEmpty(flagName, s string) string {
 	return s
 }
 
-// Bool parses s as strconv.ParseBool does (true, false, 1, 0, …). On
-// failure it records the problem and returns false.
+// Bool parses s as a switch: 1, true, on, yes (or t) for true and 0,
+// false, off, no (or f) for false, in any case, as Dynamo reads its
+// switches; strconv.ParseBool's words all still pass. On failure it records
+// the problem and returns false.
 func (c *Checker) Bool(flagName, s string) bool {
-	b, err := strconv.ParseBool(strings.TrimSpace(s))
-	if err != nil {
-		c.Fail(flagName, s, "must be true or false")
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "t", "true", "on", "yes":
+		return true
+	case "0", "f", "false", "off", "no":
+		return false
 	}
-	return b
+	c.Fail(flagName, s, "must be true or false (or 1 or 0, on or off, yes or no)")
+	return false
 }
