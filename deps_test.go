@@ -87,6 +87,9 @@ var rules = []rule{
 	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, pkgCommand, "github.com/prometheus"}},
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
+	// The /limits API reads and sets the limiter's limits through an
+	// interface: the limiter's types, nothing else of slotgate's.
+	{pkg: "admin/limits", stdlibOnly: true, allow: []string{pkgLimiter}},
 	{pkg: "health", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	{pkg: "internal/testlog", stdlibOnly: true}, // a test helper: nothing of slotgate's
 	{pkg: "engine", stdlibOnly: true},           // the engine client: net/http and sockets, nothing of slotgate's

@@ -27,7 +27,7 @@ import (
 type app struct {
 	cfg    config.Config
 	log    *zap.Logger
-	lim    *limiter.Limiter
+	lims   *gate.Limiters
 	engine *engine.Client
 	proxy  *proxy.Proxy
 	prober *health.Prober
@@ -41,28 +41,28 @@ type app struct {
 var _ gate.Observer = (*metrics.Metrics)(nil)
 
 func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *zap.Logger) (*app, error) {
-	lim, err := newLimiter(cfg, pol)
+	lims, err := newLimiters(cfg, pol)
 	if err != nil {
 		return nil, err
 	}
 	// One engine client for the proxy, the prober and the scraper: one
 	// configuration, never an environment proxy.
-	ec, err := engine.New(engine.Options{URL: cfg.EngineURL, Pool: proxy.PoolSize(lim.Stats())})
+	ec, err := engine.New(engine.Options{URL: cfg.EngineURL, Pool: proxy.PoolSize(lims.Stats())})
 	if err != nil {
 		return nil, err
 	}
-	lp, err := newLoadParts(cfg, lim, ec.HTTPClient(), log)
+	lp, err := newLoadParts(cfg, lims, ec.HTTPClient(), log)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
-		Limiter: lim.Stats, Outcomes: gate.Outcomes(), Classes: classNames(pol), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
+		Limiter: lims.Stats, Outcomes: gate.Outcomes(), Classes: classNames(pol), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
 	})
 	if err != nil {
 		return nil, err
 	}
-	g, err := newGate(cfg, lim, pol, lp, m, log)
+	g, err := newGate(cfg, lims, pol, lp, m, log)
 	if err != nil {
 		return nil, err
 	}
@@ -90,10 +90,10 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, lim: lim, engine: ec, proxy: p, prober: prober, load: lp}
+	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, proxy: p, prober: prober, load: lp}
 	a.drain = newDrainer(log.Named("drain"))
 	adminHandler, err := admin.NewHandler(admin.Options{
-		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start, Routes: lp.routes(cfg, log),
+		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start, Routes: a.adminRoutes(),
 		Profiling: cfg.EnableProfiling,
 	})
 	if err != nil {
@@ -105,9 +105,9 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 }
 
 // newGate builds the admission every protocol goes through.
-func newGate(cfg config.Config, lim *limiter.Limiter, pol *policy.Config, lp *loadParts, m *metrics.Metrics, log *zap.Logger) (*gate.Gate, error) {
+func newGate(cfg config.Config, lims *gate.Limiters, pol *policy.Config, lp *loadParts, m *metrics.Metrics, log *zap.Logger) (*gate.Gate, error) {
 	opts := gate.Options{
-		Limiter: lim, Policy: gatePolicy(pol), Flights: lp.flights, Changed: lp.notify, Observer: m,
+		Limiters: lims, Policy: gatePolicy(pol), Flights: lp.flights, Changed: lp.notify, Observer: m,
 		Logger: logging.Slog(log.Named("proxy")),
 	}
 	if cfg.RejectWhenBusy {
@@ -116,14 +116,28 @@ func newGate(cfg config.Config, lim *limiter.Limiter, pol *policy.Config, lp *lo
 	return gate.New(opts)
 }
 
-func newLimiter(cfg config.Config, pol *policy.Config) (*limiter.Limiter, error) {
-	if cfg.EngineRequestLimit == 0 {
-		return limiter.NewUnlimited(), nil
+// newLimiters builds admission's limiters: none with a cap when no engine
+// limit is set (a pure pass-through), one for the engine, or one per
+// data-parallel rank with --per-rank-limits.
+func newLimiters(cfg config.Config, pol *policy.Config) (*gate.Limiters, error) {
+	if !cfg.GateOn() {
+		return gate.EngineLimiter(limiter.NewUnlimited()), nil
 	}
-	return limiter.New(limiter.Options{
-		Slots: cfg.EngineRequestLimit, QueueLen: cfg.RequestQueueLimit, QueueTimeout: cfg.QueueTimeout,
-		Classes: limiterClasses(pol),
-	})
+	newLim := func() (*limiter.Limiter, error) {
+		return limiter.New(limiter.Options{
+			Slots: cfg.EngineRequestLimit, WaitingLimit: cfg.EngineRequestWaitingLimit,
+			QueueLen: cfg.RequestQueueLimit, QueueTimeout: cfg.QueueTimeout, AdaptiveLIFO: cfg.QueueAdaptiveLIFO,
+			Classes: limiterClasses(pol),
+		})
+	}
+	if cfg.PerRankLimits {
+		return gate.RankLimiters(max(cfg.DataParallelSize, 1), newLim)
+	}
+	l, err := newLim()
+	if err != nil {
+		return nil, err
+	}
+	return gate.EngineLimiter(l), nil
 }
 
 // ready is /readyz: not draining, and the engine answered its health path

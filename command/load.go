@@ -13,7 +13,7 @@ import (
 
 	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/internal/logging"
-	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/load/loadgrpc"
@@ -39,10 +39,13 @@ type loadParts struct {
 	// orcaOn is --orca-header: without it nobody reads the header, and it
 	// is not rendered.
 	orcaOn bool
+	// ranks, when set, is told how many ranks each snapshot has (limits
+	// per rank, grown to the ranks the engine reports).
+	ranks func(n int)
 }
 
-func newLoadParts(cfg config.Config, lim *limiter.Limiter, client *http.Client, log *zap.Logger) (*loadParts, error) {
-	lp := &loadParts{orcaOn: cfg.ORCAHeader}
+func newLoadParts(cfg config.Config, lims *gate.Limiters, client *http.Client, log *zap.Logger) (*loadParts, error) {
+	lp := &loadParts{orcaOn: cfg.ORCAHeader, ranks: growRanks(lims, log.Named("limits"))}
 	scraper, err := scrape.New(scrape.Options{
 		Client:    client,
 		EngineURL: cfg.EngineURL,
@@ -67,7 +70,7 @@ func newLoadParts(cfg config.Config, lim *limiter.Limiter, client *http.Client, 
 	}
 	lp.scraper, lp.thresholds, lp.flights = scraper, thresholds, inflight.New(lp.notify)
 	sources := merge.Sources{
-		Engine: scraper.Load, Flights: lp.flights, Requests: requestsOf(lim),
+		Engine: scraper.Load, Flights: lp.flights, Requests: requestsOf(lims),
 		Thresholds: thresholds.Load, Evaluator: busy.NewEvaluator(),
 	}
 	lp.hub, err = report.NewHub(report.HubOptions{Compute: sources.Compute, OnPublish: lp.published})
@@ -92,6 +95,9 @@ func (lp *loadParts) notify() {
 // published keeps what the request path reads of each snapshot.
 func (lp *loadParts) published(s *report.Snapshot) {
 	lp.busy.Store(s.Busy)
+	if lp.ranks != nil {
+		lp.ranks(len(s.Ranks))
+	}
 	if lp.orcaOn {
 		orca := report.ORCAText(s)
 		lp.orca.Store(&orca)
@@ -109,9 +115,9 @@ func (lp *loadParts) orcaHeader(h http.Header) {
 }
 
 // requestsOf reads slotgate's admission state for the snapshot.
-func requestsOf(lim *limiter.Limiter) func() report.Requests {
+func requestsOf(lims *gate.Limiters) func() report.Requests {
 	return func() report.Requests {
-		s := lim.Stats()
+		s := lims.Stats()
 		return report.Requests{InFlight: s.Holding, Queued: s.Waiting, Limit: s.Slots, QueueLimit: s.QueueLen}
 	}
 }

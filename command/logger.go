@@ -45,9 +45,12 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 	log.Info("configuration",
 		zap.String("version", opts.Version), zap.String("commit", opts.Commit),
 		zap.Int("engine_request_limit", c.EngineRequestLimit), src("engine-request-limit"),
+		zap.Int("engine_request_waiting_limit", c.EngineRequestWaitingLimit), src("engine-request-waiting-limit"),
 		zap.Int("request_queue_limit", c.RequestQueueLimit), src("request-queue-limit"),
+		zap.Bool("per_rank_limits", c.PerRankLimits),
 		zap.Int("overload_status_code", c.OverloadStatus), src("overload-status-code"),
-		zap.Duration("queue_timeout", c.QueueTimeout),
+		zap.Duration("queue_timeout", c.QueueTimeout), src("queue-timeout"),
+		zap.Bool("queue_adaptive_lifo", c.QueueAdaptiveLIFO),
 		zap.String("listen", c.Listen), zap.String("admin_listen", c.AdminListen),
 		zap.String("engine_url", engine), zap.String("engine_health_path", c.EngineHealthPath),
 		zap.Strings("passthrough_paths", c.PassthroughPaths),
@@ -55,7 +58,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Duration("retry_after", c.RetryAfter),
 		zap.Duration("shutdown_timeout", c.ShutdownTimeout), zap.Duration("drain_delay", c.DrainDelay),
 		zap.String("log_level", c.LogLevel), zap.String("log_format", c.LogFormat),
-		zap.Bool("capped", c.EngineRequestLimit > 0),
+		zap.Bool("capped", c.GateOn()),
 		zap.Duration("engine_metrics_interval", c.EngineMetricsInterval),
 		zap.String("engine_metrics_dialect", c.EngineMetricsDialect),
 		zap.Int64("kv_total_blocks", c.KVTotalBlocks), zap.Int64("block_size", c.BlockSize),
@@ -68,6 +71,13 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.String("admission_config", c.AdmissionConfig),
 		zap.Bool("access_log", c.AccessLog), zap.Bool("enable_profiling", c.EnableProfiling),
 	)
+	if c.GateOn() {
+		// Dynamo's start-up line, for those who grep for it.
+		log.Info("Backend admission gate created",
+			zap.Int("engine_request_limit", c.EngineRequestLimit),
+			zap.Int("engine_request_waiting_limit", c.EngineRequestWaitingLimit),
+			zap.Int("request_queue_limit", c.RequestQueueLimit), zap.Bool("per_rank", c.PerRankLimits))
+	}
 }
 
 // optional logs a threshold, or null when it is off.

@@ -157,12 +157,12 @@ func TestQueueTimeout(t *testing.T) {
 	go func() { holder <- post(context.Background(), http.DefaultClient, sg.proxy, "holder", "{}") }()
 	eng.waitInFlight(t, 1)
 	r := post(context.Background(), http.DefaultClient, sg.proxy, "waiter", "{}")
-	checkOverload(t, r, 529, "Server overloaded: queue wait timeout")
+	checkOverload(t, r, 529, "Server overloaded: request rejected after exceeding the backend admission queue delay")
 	eng.release()
 	if h := <-holder; h.status != http.StatusOK {
 		t.Errorf("holder: status %d", h.status)
 	}
-	if got := sg.metric("slotgate_requests_total", "outcome", "rejected_queue_timeout"); got != 1 {
+	if got := sg.metric("slotgate_requests_total", "outcome", "rejected_queue_expired"); got != 1 {
 		t.Errorf("rejected_queue_timeout = %v, want 1", got)
 	}
 	if got := sg.metric("dynamo_rejection_request_total"); got != 0 {

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/slotgate/slotgate/admission"
@@ -28,6 +29,10 @@ type Request struct {
 	// context alone tells (the request's context ends when its client
 	// leaves).
 	Watch Watch
+	// Pinned says the request names a data-parallel rank, Rank. With
+	// limits per rank it takes that rank's places.
+	Pinned bool
+	Rank   int
 }
 
 // Watch is the protocol's proof of life for a request that has to wait.
@@ -66,6 +71,9 @@ type Decision struct {
 	Message string
 	// Watched says the request's Watch was started (and settled).
 	Watched bool
+	// RankChosen says the gate chose the exchange's Rank for a request
+	// pinned to none (limits per rank): the adapter tells the engine.
+	RankChosen bool
 }
 
 // refuse ends an exchange's admission with outcome o.
@@ -83,7 +91,10 @@ func refuse(ex *Exchange, o Outcome) Decision {
 // The checks come in this order: draining, TooLarge, busy, then the
 // classifier and the limiter.
 func (g *Gate) Admit(ctx context.Context, ex *Exchange, req Request) Decision {
-	ex.g, ex.Class = g, g.class
+	ex.g, ex.Class, ex.Rank = g, g.class, Unpinned
+	if req.Pinned {
+		ex.Rank = req.Rank
+	}
 	switch {
 	case g.draining.Load():
 		return refuse(ex, RejectedDraining)
@@ -92,23 +103,47 @@ func (g *Gate) Admit(ctx context.Context, ex *Exchange, req Request) Decision {
 	case g.busy != nil && g.busy():
 		return refuse(ex, RejectedBusy)
 	}
+	lim, rank, ok := g.ranks.pick(ex.Rank)
+	if !ok {
+		d := refuse(ex, RejectedBadRequest)
+		d.Message = fmt.Sprintf("data-parallel rank %d is not a rank of this engine (0 through %d)", req.Rank, len(g.ranks.all())-1)
+		return d
+	}
+	ex.Rank = rank
+	d := g.admitTo(ctx, lim, ex, req)
+	d.RankChosen = !req.Pinned && g.ranks.ranked
+	return d
+}
+
+// admitTo asks lim for a slot, at once when it can.
+func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, req Request) Decision {
+	if g.policy == nil {
+		g.obs.Received() // with a policy, once the classifier let it through
+	}
 	if g.policy == nil && ctx.Err() == nil {
 		// Most requests are admitted or refused at once: they need
 		// neither the wait's context nor the watch.
-		release, err := g.lim.TryAcquire(limiter.Request{})
+		p, err := lim.TryAcquire(limiter.Request{})
 		switch {
 		case err == nil:
-			return g.grant(ex, release)
+			return g.decided(g.grant(ex, p), ex)
 		case !errors.Is(err, limiter.ErrWouldWait):
-			return g.refuseAcquire(ex, err, nil, false)
+			return g.decided(g.refuseAcquire(ex, err, nil, false), ex)
 		}
 	}
-	return g.admitWaiting(ctx, ex, req)
+	return g.admitWaiting(ctx, lim, ex, req)
+}
+
+// decided reports to the Observer the decision for a request that reached
+// the limiter, and returns d.
+func (g *Gate) decided(d Decision, ex *Exchange) Decision {
+	g.obs.Decided(string(ex.Outcome))
+	return d
 }
 
 // admitWaiting classifies the request and asks the limiter for a slot,
 // watching the client from the moment the request has to wait.
-func (g *Gate) admitWaiting(parent context.Context, ex *Exchange, req Request) Decision {
+func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Exchange, req Request) Decision {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	w := newWatcher(req.Watch, cancel)
@@ -122,40 +157,43 @@ func (g *Gate) admitWaiting(parent context.Context, ex *Exchange, req Request) D
 		d.Watched = w.started()
 		return d
 	}
+	if g.policy != nil {
+		g.obs.Received()
+	}
 	var queuedAt time.Time
 	lreq.OnQueued = func() {
 		queuedAt = time.Now()
 		w.start()
 		g.changed()
 	}
-	release, err := g.lim.AcquireRequest(ctx, lreq)
+	p, err := lim.AcquireRequest(ctx, lreq)
 	if !queuedAt.IsZero() {
 		ex.Queued = true
 		ex.QueueWait += time.Since(queuedAt) // after any classifier deferral
 	}
 	if w.started() && w.settle(err != nil) != nil && err == nil {
-		release()
+		p.Release()
 		err = context.Cause(ctx)
 	}
 	gone := parent.Err() != nil
 	if err == nil && (gone || ex.Queued && w.gone()) {
 		// Granted, but the client left meanwhile: never send it.
-		release()
+		p.Release()
 		err, gone = context.Canceled, true
 	}
 	var d Decision
 	if err != nil {
 		d = g.refuseAcquire(ex, err, context.Cause(ctx), gone || parent.Err() != nil)
 	} else {
-		d = g.grant(ex, release)
+		d = g.grant(ex, p)
 	}
 	d.Watched = w.started()
-	return d
+	return g.decided(d, ex)
 }
 
 // grant gives the exchange its slot.
-func (g *Gate) grant(ex *Exchange, release func()) Decision {
-	ex.admitted, ex.release, ex.Outcome = true, release, AdmittedDirect
+func (g *Gate) grant(ex *Exchange, p *limiter.Permit) Decision {
+	ex.admitted, ex.permit, ex.Outcome = true, p, AdmittedDirect
 	if ex.Queued {
 		ex.Outcome = AdmittedQueued
 	}
@@ -170,6 +208,8 @@ func (g *Gate) refuseAcquire(ex *Exchange, err, cause error, clientGone bool) De
 	switch {
 	case errors.Is(err, limiter.ErrQueueFull):
 		return refuse(ex, RejectedCapacity)
+	case errors.Is(err, limiter.ErrQueueExpired):
+		return refuse(ex, RejectedQueueExpired)
 	case errors.Is(err, limiter.ErrQueueTimeout):
 		return refuse(ex, RejectedQueueTimeout)
 	case errors.Is(cause, ErrTooLarge):

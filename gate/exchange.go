@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/admission"
+	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/inflight"
 )
 
@@ -31,10 +32,13 @@ type Exchange struct {
 	// FirstByte is when the first byte of the answer went to the client;
 	// zero until then. The adapter sets it.
 	FirstByte time.Time
+	// Rank is the data-parallel rank the request is pinned to, Unpinned
+	// if none; with limits per rank, the rank Admit chose.
+	Rank int
 
 	g        *Gate
 	admitted bool               // it held a slot
-	release  func()             // the slot's release, until Finish
+	permit   *limiter.Permit    // its slot and waiting place, until Finish
 	adm      *admission.Request // as the classifier saw it; nil unclassified
 	flight   *inflight.Flight   // its load, from Send to Finish; nil untracked
 	prompt   atomic.Int64       // the prompt estimate, for the context size
@@ -48,12 +52,12 @@ func (ex *Exchange) Fail(o Outcome) {
 	}
 }
 
-// BeginFlight starts counting the load of an admitted request on rank
-// (inflight.Unpinned when the engine chooses): from here to Finish, its
+// BeginFlight starts counting the load of an admitted request on its
+// Rank (when Unpinned, the engine chooses): from here to Finish, its
 // prompt and generated tokens count in slotgate's own view of the load.
-func (ex *Exchange) BeginFlight(rank int) {
+func (ex *Exchange) BeginFlight() {
 	if ex.g != nil && ex.g.flights != nil && ex.admitted {
-		ex.flight = ex.g.flights.Begin(rank)
+		ex.flight = ex.g.flights.Begin(ex.Rank)
 	}
 }
 
@@ -64,9 +68,10 @@ func (ex *Exchange) Sent() {
 	}
 }
 
-// Counting reports whether the request's tokens are counted: SetPrompt,
-// Prefilled and SetGenerated do something.
-func (ex *Exchange) Counting() bool { return ex.flight != nil }
+// Counting reports whether the adapter should follow the answer for its
+// first token (Prefilled) and count its tokens (SetPrompt, SetGenerated):
+// the request is tracked in the load, or holds a waiting place.
+func (ex *Exchange) Counting() bool { return ex.flight != nil || ex.permit != nil }
 
 // SetPrompt gives the prompt estimate, in tokens, to the flight and keeps
 // it for the context size. It may run on another goroutine (the one
@@ -88,10 +93,14 @@ func (ex *Exchange) Responding() {
 }
 
 // Prefilled marks the end of the request's prefill: its first token, or
-// an answer that brings none.
+// an answer that brings none. Its waiting place is released, which may
+// admit the next waiter. It may be called more than once.
 func (ex *Exchange) Prefilled() {
 	if ex.flight != nil {
 		ex.flight.Prefilled()
+	}
+	if ex.permit != nil {
+		ex.permit.FirstToken()
 	}
 }
 

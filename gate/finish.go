@@ -1,6 +1,10 @@
 package gate
 
-import "time"
+import (
+	"time"
+
+	"github.com/slotgate/slotgate/limiter"
+)
 
 // abortGrace is how long the slot of a request whose client left while
 // the engine was serving it stays taken before it is handed on. The
@@ -21,9 +25,9 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 	if ex.flight != nil {
 		ex.flight.End()
 	}
-	if ex.release != nil {
-		g.releaseSlot(ex.release, clientGone)
-		ex.release = nil
+	if ex.permit != nil {
+		g.releaseSlot(ex.permit, clientGone)
+		ex.permit = nil
 	}
 	if ex.Outcome == Passthrough {
 		return
@@ -35,12 +39,12 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 
 // releaseSlot releases a slot: at once, or after abortGrace when its
 // client left while it ran.
-func (g *Gate) releaseSlot(release func(), clientGone bool) {
+func (g *Gate) releaseSlot(p *limiter.Permit, clientGone bool) {
 	if clientGone {
-		time.AfterFunc(abortGrace, func() { release(); g.changed() })
+		time.AfterFunc(abortGrace, func() { p.Release(); g.changed() })
 		return
 	}
-	release()
+	p.Release()
 }
 
 // report gives the Observer the request's outcome, its queue wait and its

@@ -19,9 +19,14 @@ const DefaultClass = "default"
 
 // Options configure a Gate.
 type Options struct {
-	// Limiter admits requests. Required; limiter.NewUnlimited gives a pure
-	// pass-through.
+	// Limiter admits the requests of the whole engine. Required unless
+	// Ranks is set; limiter.NewUnlimited gives a pure pass-through.
 	Limiter *limiter.Limiter
+	// Limiters, when set instead of Limiter, are the limiters: with one
+	// per data-parallel rank (RankLimiters), a request pinned to a rank
+	// takes that rank's places, and one pinned to none goes to the rank
+	// with the most room.
+	Limiters *Limiters
 	// Policy, when set, classifies each request before it is queued; nil
 	// admits every request as class DefaultClass.
 	Policy *Policy
@@ -61,7 +66,7 @@ type Policy struct {
 // concurrent use. It starts no goroutine but timers, each ended with its
 // request: the classifier's deferral timer and the abort grace.
 type Gate struct {
-	lim       *limiter.Limiter
+	ranks     *Limiters
 	policy    *Policy
 	flights   *inflight.Tracker
 	busy      func() bool
@@ -78,10 +83,17 @@ func New(opts Options) (*Gate, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
+	ranks := opts.Limiters
+	if ranks == nil {
+		ranks = EngineLimiter(opts.Limiter)
+	}
 	g := &Gate{
-		lim: opts.Limiter, policy: opts.Policy, flights: opts.Flights, busy: opts.Busy,
+		ranks: ranks, policy: opts.Policy, flights: opts.Flights, busy: opts.Busy,
 		changed: opts.Changed, obs: opts.Observer, log: opts.Logger,
-		class: DefaultClass, unlimited: opts.Limiter.Stats().Unlimited,
+		class: DefaultClass, unlimited: ranks.all()[0].Stats().Unlimited,
+	}
+	if err := g.policy.matchesLimiter(ranks.all()[0]); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
 	}
 	if g.policy != nil {
 		g.class = g.policy.DefaultClass
@@ -99,16 +111,24 @@ func New(opts Options) (*Gate, error) {
 }
 
 func (o *Options) validate() error {
-	if o.Limiter == nil {
+	switch {
+	case o.Limiter == nil && o.Limiters == nil:
 		return errors.New("a limiter is required")
+	case o.Limiter != nil && o.Limiters != nil:
+		return errors.New("Limiter and Limiters exclude each other")
 	}
 	if o.Policy == nil {
 		return nil
 	}
-	if err := o.Policy.validate(); err != nil {
-		return err
+	return o.Policy.validate()
+}
+
+// matchesLimiter checks a policy, if any, against the limiter's queues.
+func (a *Policy) matchesLimiter(l *limiter.Limiter) error {
+	if a == nil {
+		return nil
 	}
-	return o.Policy.matches(o.Limiter.Stats())
+	return a.matches(l.Stats())
 }
 
 func (a *Policy) validate() error {
@@ -150,8 +170,13 @@ func (g *Gate) StartDraining() { g.draining.Store(true) }
 // Draining reports whether StartDraining was called.
 func (g *Gate) Draining() bool { return g.draining.Load() }
 
-// Stats returns the limiter's counts.
-func (g *Gate) Stats() limiter.Stats { return g.lim.Stats() }
+// Stats returns the limiter's counts; with limits per rank, the sums of
+// every rank's, limits included.
+func (g *Gate) Stats() limiter.Stats { return g.ranks.Stats() }
+
+// Limiters returns the gate's limiters, whose limits may change at run
+// time.
+func (g *Gate) Limiters() *Limiters { return g.ranks }
 
 // Policy returns the admission policy; nil without one. Adapters read
 // which headers to give the classifier.

@@ -21,6 +21,8 @@ type observed struct {
 	done       []string // "outcome/class"
 	queueWaits int
 	firstBytes int
+	decided    []string // outcomes, as decided
+	received   int
 }
 
 func (o *observed) RequestDone(outcome, class string) {
@@ -39,6 +41,18 @@ func (o *observed) FirstByte(float64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.firstBytes++
+}
+
+func (o *observed) Received() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.received++
+}
+
+func (o *observed) Decided(outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.decided = append(o.decided, outcome)
 }
 
 func (o *observed) reports() []string {
@@ -151,7 +165,7 @@ func TestAdmitRefusesInOrder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer release()
+				defer release.Release()
 			}
 			if tc.draining {
 				g.StartDraining()
@@ -205,7 +219,7 @@ func TestQueuedWatch(t *testing.T) {
 				}
 				go func() {
 					time.Sleep(time.Second) // in the bubble: released once the request waits
-					release()
+					release.Release()
 				}()
 				w := tc.w
 				var ex gate.Exchange
@@ -241,7 +255,7 @@ func TestClientLeavesTheQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer release()
+		defer release.Release()
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(time.Second, cancel)
 		var ex gate.Exchange
@@ -291,7 +305,7 @@ func TestPassthroughIsNotReported(t *testing.T) {
 	changes := 0
 	g, _, obs := newGate(t, limiter.Options{Slots: 1}, func(o *gate.Options) { o.Changed = func() { changes++ } })
 	ex := gate.Exchange{Outcome: gate.Passthrough}
-	ex.BeginFlight(0)
+	ex.BeginFlight()
 	ex.Sent()
 	g.Finish(&ex, false)
 	if len(obs.reports()) != 0 || changes != 0 {
@@ -352,7 +366,7 @@ func TestClassifiedAdmission(t *testing.T) {
 				t.Fatalf("Admit: %s in %s, message %q; want %s in %s, %q", ex.Outcome, ex.Class, d.Message, tc.want, tc.wantClass, tc.wantMessage)
 			}
 			if d.Admitted {
-				ex.BeginFlight(0)
+				ex.BeginFlight()
 				ex.Sent()
 			}
 			g.Finish(&ex, false)

@@ -10,10 +10,14 @@ type Outcome string
 // engine failed end as rejected_unavailable or engine_error, and those whose
 // client left end as cancelled_running.
 const (
-	AdmittedDirect       Outcome = "admitted_direct"
-	AdmittedQueued       Outcome = "admitted_queued"
-	RejectedCapacity     Outcome = "rejected_capacity"
+	AdmittedDirect   Outcome = "admitted_direct"
+	AdmittedQueued   Outcome = "admitted_queued"
+	RejectedCapacity Outcome = "rejected_capacity"
+	// RejectedQueueTimeout: the request's own deadline (its classifier's)
+	// passed while it waited; RejectedQueueExpired: the queue delay
+	// (--queue-timeout) did.
 	RejectedQueueTimeout Outcome = "rejected_queue_timeout"
+	RejectedQueueExpired Outcome = "rejected_queue_expired"
 	// RejectedPolicy: refused by the admission policy's classifier
 	// (capacity exhausted, or a class it chose that does not exist).
 	RejectedPolicy Outcome = "rejected_policy"
@@ -42,7 +46,7 @@ const (
 func Outcomes() []string {
 	return []string{
 		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
-		string(RejectedQueueTimeout), string(RejectedPolicy), string(RejectedRateLimited), string(RejectedBusy),
+		string(RejectedQueueTimeout), string(RejectedQueueExpired), string(RejectedPolicy), string(RejectedRateLimited), string(RejectedBusy),
 		string(RejectedUnavailable), string(RejectedDraining), string(RejectedTooLarge), string(RejectedBadRequest),
 		string(CancelledQueued), string(CancelledRunning), string(EngineError),
 	}
@@ -66,6 +70,17 @@ type Observer interface {
 	// admitted_direct or admitted_queued), with the time from arrival
 	// (queue wait included) to the first byte of the response.
 	FirstByte(seconds float64)
+	// Received is called once per request that reaches the limiter, as it
+	// arrives there; Decided follows when its admission is decided.
+	Received()
+	// Decided is called once per request that reached the limiter, when
+	// its admission is decided: admitted_direct or admitted_queued when it
+	// goes on to the engine, rejected_capacity, rejected_queue_timeout or
+	// rejected_queue_expired when refused for capacity, and any other
+	// outcome (cancelled_queued, rejected_too_large, rejected_bad_request)
+	// when it left the queue otherwise. Dynamo 1.7's admission counters
+	// are these decisions.
+	Decided(outcome string)
 }
 
 type nopObserver struct{}
@@ -73,3 +88,5 @@ type nopObserver struct{}
 func (nopObserver) RequestDone(string, string) {}
 func (nopObserver) QueueWait(string, float64)  {}
 func (nopObserver) FirstByte(float64)          {}
+func (nopObserver) Received()                  {}
+func (nopObserver) Decided(string)             {}

@@ -19,7 +19,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		release()
+		release.Release()
 	}
 }
 
@@ -48,7 +48,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					release()
+					release.Release()
 				}
 			})
 			if s := l.Stats(); s.Holding != 0 || s.Waiting != 0 {
@@ -168,7 +168,7 @@ func BenchmarkTwoClasses(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			release()
+			release.Release()
 			i++
 		}
 	})
@@ -187,7 +187,7 @@ func BenchmarkTwoClasses(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				release()
+				release.Release()
 				i++
 			}
 		})

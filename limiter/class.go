@@ -41,6 +41,8 @@ type ClassStats struct {
 	RejectedFull     uint64 // refused with ErrQueueFull (queue or class full)
 	TimedOut         uint64 // left the queue with ErrQueueTimeout
 	CancelledWaiting uint64 // left the queue because their context ended
+	// DequeuedLIFO counts those of AdmittedQueued that adaptive LIFO chose.
+	DequeuedLIFO uint64
 }
 
 // Bounds of the scheduling arithmetic: a deficit stays below maxCost +
@@ -67,7 +69,8 @@ type class struct {
 	prev, next *class
 
 	// Counted outside the lock, like the limiter's own counters.
-	admittedQueued   atomic.Uint64
+	admittedQueued   atomic.Uint64 // in queue order (FIFO or DRR)
+	admittedLIFO     atomic.Uint64 // by adaptive LIFO
 	rejectedFull     atomic.Uint64
 	timedOut         atomic.Uint64
 	cancelledWaiting atomic.Uint64

@@ -333,7 +333,7 @@ func TestClassNoBarging(t *testing.T) {
 				queued := false
 				release, err := l.AcquireRequest(ctx, limiter.Request{Class: tt.comerClass, OnQueued: func() { queued = true; cancel() }})
 				if err == nil {
-					release()
+					release.Release()
 					t.Fatal("newcomer admitted directly while a waiter was queued: barging")
 				}
 				if !queued || !errors.Is(err, context.Canceled) {

@@ -205,7 +205,7 @@ func TestBadClass(t *testing.T) {
 			if err != nil {
 				t.Fatalf("class %d: %v", c, err)
 			}
-			release()
+			release.Release()
 		}
 		checkStats(t, l, limiter.Stats{Unlimited: true, AdmittedDirect: 3})
 	})

@@ -59,6 +59,25 @@ func (d *drr) pop() *waiter {
 	return w
 }
 
+// popNewest takes the newest waiter of all classes, the one with the
+// highest arrival number among the classes' tails. It is adaptive LIFO's
+// exception to the round robin: nothing is charged to the class's
+// deficit, so the fair shares among the classes that stay backlogged are
+// those of the FIFO grants alone.
+func (d *drr) popNewest() *waiter {
+	if d.head == nil {
+		return nil
+	}
+	newest := d.head.fifo.tail
+	for c := d.head.next; c != d.head; c = c.next {
+		if t := c.fifo.tail; t.seq > newest.seq {
+			newest = t
+		}
+	}
+	d.remove(newest)
+	return newest
+}
+
 // nextVisit advances the ring to the class whose oldest waiter standard
 // DRR serves next, adding to every class the quanta of the visits made on
 // the way, and returns it; its visit has started and its oldest waiter

@@ -30,7 +30,7 @@ func ExampleLimiter() {
 			fmt.Println("third:", err)
 			return
 		}
-		defer release()
+		defer release.Release()
 		fmt.Println("third: admitted after waiting")
 	}()
 	<-queued
@@ -42,10 +42,10 @@ func ExampleLimiter() {
 	s := l.Stats()
 	fmt.Printf("holding %d/%d, waiting %d/%d\n", s.Holding, s.Slots, s.Waiting, s.QueueLen)
 
-	r1() // hands the slot to the third request
+	r1.Release() // hands the slot to the third request
 	<-done
-	r2()
-	r2() // a second call does nothing
+	r2.Release()
+	r2.Release() // a second call does nothing
 
 	s = l.Stats()
 	fmt.Printf("holding %d, waiting %d\n", s.Holding, s.Waiting)
@@ -74,7 +74,7 @@ func ExampleLimiter_SetSlots() {
 		if err != nil {
 			panic(err)
 		}
-		admitted <- release
+		admitted <- release.Release
 	}()
 	<-queued
 
@@ -93,7 +93,7 @@ func ExampleLimiter_SetSlots() {
 	}
 	s = l.Stats()
 	fmt.Printf("after lowering: slots %d, holding %d\n", s.Slots, s.Holding)
-	first()
+	first.Release()
 	s = l.Stats()
 	fmt.Printf("after one release: slots %d, holding %d\n", s.Slots, s.Holding)
 	second()

@@ -12,8 +12,10 @@ import (
 //
 // It checks that
 //   - holding and waiting are not negative;
-//   - waiting never exceeds QueueLen (so an unlimited limiter never queues);
-//   - holding < slots implies an empty queue (no barging, no false
+//   - prefilling is within [0, holding];
+//   - waiting never exceeds QueueLen, or the waiters queued when QueueLen
+//     was last lowered (so an unlimited limiter never queues);
+//   - room under both limits implies an empty queue (no barging, no false
 //     rejection: ErrQueueFull is only returned when this branch of
 //     AcquireRequest was not taken, i.e. holding >= slots or waiting > 0,
 //     and waiting >= queueLen or the class is at its limit);
@@ -33,11 +35,15 @@ func (l *Limiter) CheckInvariants() error {
 	if l.waiting < 0 {
 		errs = append(errs, fmt.Errorf("waiting = %d < 0", l.waiting))
 	}
-	if l.waiting > l.queueLen {
-		errs = append(errs, fmt.Errorf("waiting = %d > queueLen = %d", l.waiting, l.queueLen))
+	if l.prefilling < 0 || l.prefilling > l.holding {
+		errs = append(errs, fmt.Errorf("prefilling = %d out of [0, holding = %d]", l.prefilling, l.holding))
 	}
-	if l.holding < l.slots && l.waiting != 0 {
-		errs = append(errs, fmt.Errorf("holding = %d < slots = %d with waiting = %d: a free slot is not handed to a waiter", l.holding, l.slots, l.waiting))
+	if l.waiting > l.queueBound || l.queueBound < l.queueLen {
+		errs = append(errs, fmt.Errorf("waiting = %d > queue bound = %d (queueLen = %d)", l.waiting, l.queueBound, l.queueLen))
+	}
+	if l.roomLocked() && l.waiting != 0 {
+		errs = append(errs, fmt.Errorf("holding = %d < slots = %d and prefilling = %d < waiting limit = %d with waiting = %d: free room is not handed to a waiter",
+			l.holding, l.slots, l.prefilling, l.waitLimit, l.waiting))
 	}
 	sum := 0
 	for i := range l.classes {

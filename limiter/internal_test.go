@@ -169,7 +169,7 @@ func TestWaitOutcomeWhenEverythingIsReady(t *testing.T) {
 				}
 				// One holder and w queued behind it, as AcquireRequest
 				// leaves them.
-				l.holding = 1
+				l.holding, l.prefilling = 1, 1
 				w := l.enqueue(0, 1)
 				var next *waiter
 				if tt.nextWaiter {
@@ -177,7 +177,7 @@ func TestWaitOutcomeWhenEverythingIsReady(t *testing.T) {
 				}
 				if tt.granted {
 					// The holder releases: the slot is handed to w.
-					l.releaseSlot()
+					l.releaseSlot(true)
 					if !w.granted {
 						t.Fatal("release did not hand the slot to the waiter")
 					}
@@ -191,7 +191,7 @@ func TestWaitOutcomeWhenEverythingIsReady(t *testing.T) {
 					deadline = time.Now().Add(-time.Second)
 				}
 
-				release, err := l.wait(ctx, w, deadline)
+				release, err := l.wait(ctx, w, deadline, ErrQueueTimeout)
 				cancel()
 
 				if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
@@ -220,8 +220,8 @@ func TestWaitOutcomeWhenEverythingIsReady(t *testing.T) {
 					}
 				}
 				if release != nil {
-					release()
-					if s := l.Stats(); s.Holding != 0 {
+					release.Release()
+					if s := l.Stats(); s.Holding != 0 || s.Prefilling != 0 {
 						t.Fatalf("round %d: holding = %d after release, want 0", round, s.Holding)
 					}
 				}

@@ -19,6 +19,10 @@ var (
 	// ErrQueueTimeout means the request waited in the queue until its
 	// deadline (Options.QueueTimeout or Request.Deadline) without a slot.
 	ErrQueueTimeout = errors.New("limiter: queue wait timed out")
+	// ErrQueueExpired, which wraps ErrQueueTimeout, means the deadline was
+	// Options.QueueTimeout, the queue delay of Dynamo's controlled delay,
+	// rather than the request's own.
+	ErrQueueExpired = fmt.Errorf("limiter: queue delay exceeded: %w", ErrQueueTimeout)
 	// ErrWouldWait means TryAcquire found no slot free for the request but
 	// room for it in the queue: it must be asked for with AcquireRequest.
 	ErrWouldWait = errors.New("limiter: the request would wait in the queue")
@@ -26,15 +30,27 @@ var (
 
 // Options configure a Limiter.
 type Options struct {
-	// Slots is N, the number of requests that may hold an engine slot at
-	// once. It must be at least 1.
+	// Slots is N, the number of requests that may be admitted at once
+	// (Dynamo's engine request limit). Zero means no such limit, which is
+	// allowed only when WaitingLimit is set; otherwise it must be at least
+	// 1.
 	Slots int
+	// WaitingLimit is W, the number of admitted requests that may still be
+	// waiting for their first generated token at once (Dynamo 1.7's engine
+	// waiting limit): a request holds its waiting place from admission
+	// until Permit.FirstToken or Permit.Release. Zero means no such limit.
+	WaitingLimit int
 	// QueueLen is Q, the number of requests that may wait for a slot. Zero
 	// means no queue: a request that finds every slot held is refused.
 	QueueLen int
 	// QueueTimeout bounds the time a request waits in the queue. Zero means
 	// no bound, as in Dynamo.
 	QueueTimeout time.Duration
+	// AdaptiveLIFO makes the admission that follows a queue timeout go to
+	// the newest waiter instead of the oldest, once per timeout (Dynamo PR
+	// #14369): when the queue is so long that its head expires, the newest
+	// request is the one most likely still to be wanted.
+	AdaptiveLIFO bool
 	// Classes are the policy classes, in order; Request.Class indexes them.
 	// Each class has its own FIFO queue, and freed slots are shared among
 	// the classes by deficit round robin; all classes together hold at most
@@ -64,17 +80,26 @@ type Request struct {
 	OnQueued func()
 }
 
-// Limiter is an exact N+Q admission gate. The zero value is not usable; use
-// New or NewUnlimited. All methods are safe for concurrent use.
+// Limiter is an exact admission gate of two limits and a queue. The zero
+// value is not usable; use New or NewUnlimited. All methods are safe for
+// concurrent use.
 type Limiter struct {
-	mu        sync.Mutex
-	slots     int
-	queueLen  int
-	holding   int
-	waiting   int
-	queue     queue
-	timeout   time.Duration
-	unlimited bool
+	mu         sync.Mutex
+	slots      int // N; math.MaxInt when unset
+	waitLimit  int // W; math.MaxInt when unset
+	queueLen   int
+	holding    int // admitted, not released
+	prefilling int // admitted, before their first token, not released
+	waiting    int
+	queue      queue
+	timeout    time.Duration
+	unlimited  bool
+	lifo       bool   // adaptive LIFO is on
+	lifoNext   bool   // a queue timeout happened: the next grant is LIFO
+	seq        uint64 // arrival order of waiters, for LIFO among classes
+	// queueBound is the most waiters there may be: QueueLen, or more just
+	// after QueueLen was lowered below the waiters then queued.
+	queueBound int
 	// classes has at least one entry; Request.Class indexes it. Each class
 	// counts the queue outcomes of its requests; Stats adds them up.
 	classes []class
@@ -82,15 +107,10 @@ type Limiter struct {
 	admittedDirect atomic.Uint64
 }
 
-// New returns a Limiter with opts.Slots slots and opts.QueueLen queue places.
+// New returns a Limiter with the limits of opts.
 func New(opts Options) (*Limiter, error) {
-	var errs []error
-	if opts.Slots < 1 {
-		errs = append(errs, fmt.Errorf("slots must be at least 1, got %d", opts.Slots))
-	}
-	if opts.QueueLen < 0 {
-		errs = append(errs, fmt.Errorf("queue length must not be negative, got %d", opts.QueueLen))
-	}
+	lim := Limits{Slots: opts.Slots, WaitingLimit: opts.WaitingLimit, QueueLen: opts.QueueLen}
+	errs := lim.check()
 	if opts.QueueTimeout < 0 {
 		errs = append(errs, fmt.Errorf("queue timeout must not be negative, got %s", opts.QueueTimeout))
 	}
@@ -103,39 +123,37 @@ func New(opts Options) (*Limiter, error) {
 	if len(opts.Classes) > 0 {
 		q = &drr{}
 	}
-	return &Limiter{
-		slots:    opts.Slots,
-		queueLen: opts.QueueLen,
-		timeout:  opts.QueueTimeout,
-		queue:    q,
-		classes:  classes,
-	}, nil
+	l := &Limiter{timeout: opts.QueueTimeout, lifo: opts.AdaptiveLIFO, queue: q, classes: classes}
+	l.setLimitsLocked(lim)
+	return l, nil
 }
 
 // NewUnlimited returns a Limiter that admits every request at once and never
 // queues or refuses: the pass-through used when no engine limit is set. It
 // still counts holders, so gauges keep their meaning.
 func NewUnlimited() *Limiter {
-	return &Limiter{slots: math.MaxInt, queue: &fifo{}, unlimited: true, classes: make([]class, 1)}
+	return &Limiter{
+		slots: math.MaxInt, waitLimit: math.MaxInt, queue: &fifo{}, unlimited: true, classes: make([]class, 1),
+	}
 }
 
 // Acquire asks for a slot with a plain FIFO request. See AcquireRequest.
-func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
+func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 	return l.AcquireRequest(ctx, Request{})
 }
 
-// AcquireRequest takes a slot at once when one is free and nobody waits (in
-// any class), queues the request when the queue has room in total and in
-// its class, and otherwise refuses it with ErrQueueFull without waiting.
+// AcquireRequest admits the request at once when both limits have room and
+// nobody waits (in any class), queues it when the queue has room in total
+// and in its class, and otherwise refuses it with ErrQueueFull without
+// waiting.
 //
-// On success it returns a release function that frees the slot (or hands it
-// to the next waiter); calling it more than once is a caller bug that does
-// nothing. On failure it returns ErrQueueFull, ErrQueueTimeout or ctx.Err(),
-// and the limiter is left as if the call never happened. A request whose
-// Class is out of range is refused first, with an error wrapping
-// ErrBadClass; then a context that has already ended is refused with
-// ctx.Err(). Neither is counted.
-func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func(), err error) {
+// On success it returns the request's Permit, which holds its slot and
+// its waiting place until released. On failure it returns ErrQueueFull,
+// ErrQueueTimeout or ctx.Err(), and the limiter is left as if the call
+// never happened. A request whose Class is out of range is refused first,
+// with an error wrapping ErrBadClass; then a context that has already
+// ended is refused with ctx.Err(). Neither is counted.
+func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, error) {
 	if uint(req.Class) >= uint(len(l.classes)) && !l.unlimited {
 		return nil, l.badClass(req.Class)
 	}
@@ -152,25 +170,26 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (release func
 		return nil, l.refusedFull(req)
 	}
 	c := &l.classes[req.Class]
-	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost)}
+	l.seq++
+	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost), seq: l.seq}
 	l.queue.push(w)
 	l.waiting++
 	c.waiting++
 	l.mu.Unlock()
-	deadline := l.deadline(req) // the wait is measured from entering the queue
+	deadline, expiry := l.deadline(req) // the wait is measured from entering the queue
 	if req.OnQueued != nil {
 		l.onQueued(w, req.OnQueued)
 	}
-	return l.wait(ctx, w, deadline)
+	return l.wait(ctx, w, deadline, expiry)
 }
 
-// TryAcquire is AcquireRequest without waiting: it takes a slot at once
-// when one is free and nobody waits, refuses the request with ErrQueueFull
-// when the queue (or its class) is full, and otherwise returns
-// ErrWouldWait, changing nothing. A caller that must prepare before
-// waiting (a cancellable context, a body read) tries first, and prepares
-// only when it would wait.
-func (l *Limiter) TryAcquire(req Request) (release func(), err error) {
+// TryAcquire is AcquireRequest without waiting: it admits the request at
+// once when both limits have room and nobody waits, refuses it with
+// ErrQueueFull when the queue (or its class) is full, and otherwise
+// returns ErrWouldWait, changing nothing. A caller that must prepare
+// before waiting (a cancellable context, a body read) tries first, and
+// prepares only when it would wait.
+func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 	if uint(req.Class) >= uint(len(l.classes)) && !l.unlimited {
 		return nil, l.badClass(req.Class)
 	}
@@ -199,8 +218,9 @@ const (
 // and takes the slot when it is granted one. It neither locks nor unlocks:
 // its callers do both, so the lock's extent reads off each caller.
 func (l *Limiter) admitLocked(req Request) verdict {
-	if l.holding < l.slots && l.waiting == 0 {
+	if l.waiting == 0 && l.roomLocked() {
 		l.holding++
+		l.prefilling++
 		return granted
 	}
 	c := &l.classes[req.Class]
@@ -210,10 +230,15 @@ func (l *Limiter) admitLocked(req Request) verdict {
 	return waits
 }
 
-// grantedDirect counts a slot taken at arrival and returns its release.
-func (l *Limiter) grantedDirect() func() {
+// roomLocked reports whether both limits have room for one more request.
+func (l *Limiter) roomLocked() bool {
+	return l.holding < l.slots && l.prefilling < l.waitLimit
+}
+
+// grantedDirect counts a slot taken at arrival and returns its permit.
+func (l *Limiter) grantedDirect() *Permit {
 	l.admittedDirect.Add(1)
-	return l.newRelease()
+	return &Permit{l: l}
 }
 
 // refusedFull counts a request refused at arrival.
@@ -241,18 +266,20 @@ func (l *Limiter) onQueued(w *waiter, f func()) {
 var errOnQueuedPanicked = errors.New("limiter: OnQueued panicked")
 
 // deadline is the earlier of the request's own deadline and the limiter's
-// queue timeout; zero means none.
-func (l *Limiter) deadline(req Request) time.Time {
-	d := req.Deadline
+// queue timeout, zero for none, and the error its passing gives.
+func (l *Limiter) deadline(req Request) (time.Time, error) {
+	d, expiry := req.Deadline, ErrQueueTimeout
 	if l.timeout > 0 {
 		if t := time.Now().Add(l.timeout); d.IsZero() || t.Before(d) {
-			d = t
+			d, expiry = t, ErrQueueExpired
 		}
 	}
-	return d
+	return d, expiry
 }
 
-func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time) (func(), error) {
+// wait waits for w's grant, its context's end or its deadline, which
+// ends the wait with expiry.
+func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time, expiry error) (*Permit, error) {
 	var expired <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
@@ -264,12 +291,12 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time) (func
 		// Granted. If the context ended in the same instant, cancellation
 		// wins: the caller is gone, so the slot goes to the next waiter.
 		if err := ctx.Err(); err != nil {
-			l.releaseSlot()
+			l.releaseSlot(true)
 			w.cls.cancelledWaiting.Add(1)
 			return nil, err
 		}
-		w.cls.admittedQueued.Add(1)
-		return l.newRelease(), nil
+		w.countAdmitted()
+		return &Permit{l: l}, nil
 	case <-ctx.Done():
 		return l.giveUp(w, ctx.Err())
 	case <-expired:
@@ -280,29 +307,35 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time) (func
 		if err := ctx.Err(); err != nil {
 			return l.giveUp(w, err)
 		}
-		return l.giveUp(w, ErrQueueTimeout)
+		return l.giveUp(w, expiry)
 	}
 }
 
 // giveUp takes w out of the queue after its context ended or its deadline
 // passed. If w was granted a slot meanwhile, a cancelled caller hands the
 // slot on, while a timed-out caller keeps it: the slot arrived in time.
-func (l *Limiter) giveUp(w *waiter, cause error) (func(), error) {
+// A timeout that takes a waiter out makes the next grant LIFO, when
+// adaptive LIFO is on.
+func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
+	timedOut := errors.Is(cause, ErrQueueTimeout)
 	l.mu.Lock()
 	if !w.granted {
 		l.queue.remove(w)
 		l.waiting--
 		w.cls.waiting--
+		if timedOut && l.lifo {
+			l.lifoNext = true
+		}
 		l.mu.Unlock()
 		countGiveUp(w.cls, cause)
 		return nil, cause
 	}
-	if errors.Is(cause, ErrQueueTimeout) {
+	if timedOut {
 		l.mu.Unlock()
-		w.cls.admittedQueued.Add(1)
-		return l.newRelease(), nil
+		w.countAdmitted()
+		return &Permit{l: l}, nil
 	}
-	l.releaseLocked()
+	l.releaseLocked(true)
 	l.mu.Unlock()
 	countGiveUp(w.cls, cause)
 	return nil, cause
@@ -316,63 +349,56 @@ func countGiveUp(c *class, cause error) {
 	}
 }
 
-// newRelease returns a release function for one held slot. The flag makes a
-// second call harmless instead of freeing a slot someone else holds.
-func (l *Limiter) newRelease() func() {
-	var released atomic.Bool
-	return func() {
-		if released.Swap(true) {
-			return
-		}
-		l.releaseSlot()
-	}
-}
-
-func (l *Limiter) releaseSlot() {
+func (l *Limiter) releaseSlot(prefilling bool) {
 	l.mu.Lock()
-	l.releaseLocked()
+	l.releaseLocked(prefilling)
 	l.mu.Unlock()
 }
 
-// releaseLocked frees one held slot. While the number of holders is within
-// the limit the slot passes directly to the next waiter (the oldest, or the
-// one deficit round robin picks among classes), which leaves no instant in
-// which a newcomer could take it. After the
-// limit was lowered, holders above it simply leave.
-func (l *Limiter) releaseLocked() {
-	if l.holding <= l.slots && l.waiting > 0 {
-		l.grantLocked(l.queue.pop())
-		return
-	}
+// releaseLocked frees one admitted request's slot, and its waiting place
+// when it still holds one, then admits the waiters the freed room allows.
+// The room passes directly to the next waiter under the same lock, which
+// leaves no instant in which a newcomer could take it. After a limit was
+// lowered, holders above it simply leave.
+func (l *Limiter) releaseLocked(prefilling bool) {
 	l.holding--
+	if prefilling {
+		l.prefilling--
+	}
+	l.dispatchLocked()
 }
 
-// grantLocked hands a slot to w, which has just left the queue. The slot
-// count is unchanged by a hand-over, so the caller adjusts holding when the
-// slot was not already held.
+// firstTokenLocked frees one admitted request's waiting place and admits
+// the waiters the freed room allows.
+func (l *Limiter) firstTokenLocked() {
+	l.prefilling--
+	l.dispatchLocked()
+}
+
+// dispatchLocked admits waiters while both limits have room: the oldest
+// (or the one deficit round robin picks among classes), or the newest
+// once after a timeout when adaptive LIFO is on.
+func (l *Limiter) dispatchLocked() {
+	for l.waiting > 0 && l.roomLocked() {
+		var w *waiter
+		if l.lifoNext {
+			l.lifoNext = false
+			w = l.queue.popNewest()
+			w.lifo = true
+		} else {
+			w = l.queue.pop()
+		}
+		l.holding++
+		l.prefilling++
+		l.grantLocked(w)
+	}
+}
+
+// grantLocked hands a slot to w, which has just left the queue; the
+// caller has counted it in holding and prefilling.
 func (l *Limiter) grantLocked(w *waiter) {
 	l.waiting--
 	w.cls.waiting--
 	w.granted = true
 	close(w.ready)
-}
-
-// SetSlots changes N at run time. Raising it admits waiters at once;
-// lowering it never takes back a held slot: holders above the new limit
-// finish and their slots are not handed on.
-func (l *Limiter) SetSlots(n int) error {
-	if n < 1 {
-		return fmt.Errorf("limiter: slots must be at least 1, got %d", n)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.unlimited {
-		return errors.New("limiter: an unlimited limiter has no slots to set")
-	}
-	l.slots = n
-	for l.holding < l.slots && l.waiting > 0 {
-		l.holding++
-		l.grantLocked(l.queue.pop())
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,23 +18,36 @@ import (
 
 // TestModel drives a limiter with many goroutines doing random Acquire
 // calls (plain, cancelled before or while waiting, with a context timeout
-// or a request deadline, released once or twice) while SetSlots changes the
-// limit at random, and checks:
+// or a request deadline) while a changer alters the limits at random
+// (SetSlots on N alone, or SetLimits on N, W and Q, now and then with
+// invalid limits that must be refused). Each admitted request reports its
+// first token never, once, twice, concurrently with its Release or after
+// it, and releases once or twice. It checks:
 //
-//   - the cap: the observed number of holders never exceeds the bound that
-//     the slot changes allow (checked on every increment);
-//   - from a Stats sampler: Waiting <= QueueLen, Holding < Slots implies an
-//     empty queue (Stats reads those under the lock), counters monotonic;
+//   - the caps: the observed number of holders, and of holders before
+//     their first token, never exceed the bounds that the changes allow
+//     (checked on every increment): after a change to N (or W), holding
+//     (prefilling) is at most max(N, holding then) (max(W, prefilling
+//     then)), since the limiter admits only while under both limits;
+//   - lowering takes nothing back and what is freed above a lowered limit
+//     is not handed on: at the changer's next read, holding is at most
+//     max(N, h0-k) where k is a lower bound on the releases run since, and
+//     prefilling at most max(W, p0-k') with k' the waiting places freed;
+//   - from a Stats sampler: Waiting within Q, or the waiters queued when Q
+//     was lowered; Prefilling within [0, Holding]; room under both limits
+//     implies an empty queue (Stats reads those under the lock); counters
+//     monotonic; no LIFO grant without AdaptiveLIFO;
 //   - after every operation, the internal invariants under the lock
 //     (CheckInvariants, export_test.go), which is what makes "no false
 //     ErrQueueFull" checkable: AcquireRequest refuses only when its direct
-//     branch is not taken (holding >= slots or waiting > 0) and waiting >=
-//     QueueLen; with holding < slots implying waiting == 0 and waiting never
-//     above QueueLen, a refusal means every slot was held or someone waited,
-//     and the queue was full;
+//     branch is not taken (no room under N or W, or waiting > 0) and the
+//     queue is full; with room under both implying waiting == 0 and
+//     waiting never above the queue bound, a refusal means a limit was
+//     reached or someone waited, and the queue was full;
 //   - per call: OnQueued at most once, and only for outcomes that queue;
 //   - at the end, the counters reconcile exactly with what callers saw,
-//     Holding == 0, Waiting == 0, and a fresh Acquire is admitted directly.
+//     no more LIFO grants than queue timeouts, Holding == Prefilling ==
+//     Waiting == 0, and a fresh Acquire is admitted directly.
 //
 // Holding times are goroutine yields, not sleeps.
 func TestModel(t *testing.T) {
@@ -41,29 +55,59 @@ func TestModel(t *testing.T) {
 	if testing.Short() {
 		ops = 600
 	}
+	const (
+		setSlots  = changeSlots
+		setLimits = changeLimits
+		short     = 20 * time.Microsecond
+		medium    = 50 * time.Microsecond
+	)
 	tests := []struct {
 		name         string
-		slots        int
+		slots        int // N; 0 unset
+		waitingLimit int // W; 0 unset
 		queueLen     int
 		queueTimeout time.Duration
-		setSlots     bool
+		adaptiveLIFO bool
+		change       change
 		unlimited    bool
 		classes      []limiter.Class
 	}{
+		// N only.
 		{name: "N=1 Q=0", slots: 1},
 		{name: "N=1 Q=8", slots: 1, queueLen: 8},
-		{name: "N=4 Q=16 timeout", slots: 4, queueLen: 16, queueTimeout: 50 * time.Microsecond},
-		{name: "N=8 Q=64 set slots", slots: 8, queueLen: 64, setSlots: true},
-		{name: "N=16 Q=4 set slots timeout", slots: 16, queueLen: 4, queueTimeout: 20 * time.Microsecond, setSlots: true},
-		{name: "N=2 Q=128 set slots", slots: 2, queueLen: 128, setSlots: true},
-		{name: "N=32 Q=32 set slots", slots: 32, queueLen: 32, setSlots: true},
+		{name: "N=4 Q=16 timeout", slots: 4, queueLen: 16, queueTimeout: medium},
+		{name: "N=8 Q=64 set slots", slots: 8, queueLen: 64, change: setSlots},
+		{name: "N=16 Q=4 set slots timeout", slots: 16, queueLen: 4, queueTimeout: short, change: setSlots},
+		{name: "N=2 Q=128 set slots", slots: 2, queueLen: 128, change: setSlots},
+		{name: "N=32 Q=32 set slots", slots: 32, queueLen: 32, change: setSlots},
+		{name: "N=2 Q=32 timeout LIFO", slots: 2, queueLen: 32, queueTimeout: short, adaptiveLIFO: true},
+		{name: "N=4 Q=16 set limits", slots: 4, queueLen: 16, change: setLimits},
 		{name: "unlimited", unlimited: true},
+		// N and W, W only.
+		{name: "N=8 W=2 Q=16", slots: 8, waitingLimit: 2, queueLen: 16},
+		{name: "N=2 W=2 Q=8", slots: 2, waitingLimit: 2, queueLen: 8},
+		{name: "N=4 W=1 Q=0", slots: 4, waitingLimit: 1},
+		{name: "W=3 Q=8", waitingLimit: 3, queueLen: 8},
+		{name: "W=1 Q=0", waitingLimit: 1},
+		{name: "N=6 W=3 Q=32 timeout", slots: 6, waitingLimit: 3, queueLen: 32, queueTimeout: medium},
+		{name: "N=4 W=2 Q=32 timeout LIFO", slots: 4, waitingLimit: 2, queueLen: 32, queueTimeout: short, adaptiveLIFO: true},
+		{name: "W=2 Q=64 timeout LIFO set limits", waitingLimit: 2, queueLen: 64, queueTimeout: short, adaptiveLIFO: true, change: setLimits},
+		{name: "N=3 W=2 Q=16 set slots", slots: 3, waitingLimit: 2, queueLen: 16, change: setSlots},
+		{name: "N=8 W=3 Q=16 set limits", slots: 8, waitingLimit: 3, queueLen: 16, change: setLimits},
+		{name: "N=16 W=4 Q=4 set limits timeout", slots: 16, waitingLimit: 4, queueLen: 4, queueTimeout: short, change: setLimits},
+		{name: "W=4 Q=0 set limits", waitingLimit: 4, change: setLimits},
+		// Classes.
 		{name: "classes N=1 Q=8", slots: 1, queueLen: 8, classes: []limiter.Class{
 			{Name: "a", Quantum: 3}, {Name: "b", Quantum: 1, Limit: 2}}},
-		{name: "classes N=4 Q=32 set slots timeout", slots: 4, queueLen: 32, queueTimeout: 50 * time.Microsecond, setSlots: true,
+		{name: "classes N=4 Q=32 set slots timeout", slots: 4, queueLen: 32, queueTimeout: medium, change: setSlots,
 			classes: []limiter.Class{{Name: "a", Quantum: 1, Limit: 20}, {Name: "b", Quantum: 2}, {Name: "c", Quantum: 7, Limit: 3}}},
-		{name: "classes N=8 Q=16 set slots", slots: 8, queueLen: 16, setSlots: true, classes: []limiter.Class{
+		{name: "classes N=8 Q=16 set slots", slots: 8, queueLen: 16, change: setSlots, classes: []limiter.Class{
 			{Name: "a", Quantum: 1}, {Name: "b", Quantum: 1}, {Name: "c", Quantum: 2}, {Name: "d", Quantum: 5, Limit: 1}}},
+		{name: "classes N=4 W=2 Q=16 timeout LIFO set limits", slots: 4, waitingLimit: 2, queueLen: 16, queueTimeout: short,
+			adaptiveLIFO: true, change: setLimits,
+			classes: []limiter.Class{{Name: "a", Quantum: 1, Limit: 10}, {Name: "b", Quantum: 3}, {Name: "c", Quantum: 2, Limit: 4}}},
+		{name: "classes W=2 Q=12 set limits", waitingLimit: 2, queueLen: 12, change: setLimits, classes: []limiter.Class{
+			{Name: "a", Quantum: 2}, {Name: "b", Quantum: 1, Limit: 3}}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,41 +117,57 @@ func TestModel(t *testing.T) {
 			if tt.unlimited {
 				l = limiter.NewUnlimited()
 			} else {
-				l = newLimiter(t, limiter.Options{Slots: tt.slots, QueueLen: tt.queueLen, QueueTimeout: tt.queueTimeout, Classes: tt.classes})
+				l = newLimiter(t, limiter.Options{
+					Slots: tt.slots, WaitingLimit: tt.waitingLimit, QueueLen: tt.queueLen,
+					QueueTimeout: tt.queueTimeout, AdaptiveLIFO: tt.adaptiveLIFO, Classes: tt.classes,
+				})
 			}
-			m := &model{t: t, l: l, unlimited: tt.unlimited, classes: tt.classes}
+			m := &model{t: t, l: l, unlimited: tt.unlimited, lifo: tt.adaptiveLIFO, classes: tt.classes}
 			m.perClass = make([]classSeen, max(1, len(tt.classes)))
-			if tt.unlimited {
-				m.bound.Store(math.MaxInt64)
-			} else {
-				m.bound.Store(int64(tt.slots))
-			}
-			m.run(seed, 64, ops, tt.setSlots, tt.slots)
+			lim := limiter.Limits{Slots: tt.slots, WaitingLimit: tt.waitingLimit, QueueLen: tt.queueLen}
+			m.setBounds(lim, limiter.Stats{})
+			m.run(seed, 64, ops, tt.change, lim)
 		})
 	}
 }
+
+// change is what the model's changer alters while requests run.
+type change uint8
+
+const (
+	changeNone   change = iota
+	changeSlots         // N, with SetSlots
+	changeLimits        // N, W and Q, with SetLimits
+)
 
 type model struct {
 	t         *testing.T
 	l         *limiter.Limiter
 	unlimited bool
+	lifo      bool
 	classes   []limiter.Class
 
 	// holders is the observed number of holders: incremented after Acquire
 	// returns a slot, decremented before release, so at every instant it is
-	// at most the limiter's real Holding.
-	holders atomic.Int64
-	// bound is what the real Holding may reach: after SetSlots(n), holding
-	// is at most max(n, holding at that moment), because the limiter only
-	// adds a holder while holding < slots. boundMu makes a holder's
-	// increment and check atomic with respect to bound changes.
-	boundMu sync.RWMutex
-	bound   atomic.Int64
-	maxSeen atomic.Int64
-	// Release calls (first calls only) started and finished, so that the
-	// slot changer can tell how many releases certainly ran between two of
-	// its Stats reads.
+	// at most the limiter's real Holding. prefill is the same for the
+	// holders before their first token: decremented before the first
+	// FirstToken, or before Release when that comes first, so at most the
+	// real Prefilling.
+	holders, prefill atomic.Int64
+	// nBound, wBound and qBound are what the real Holding, Prefilling and
+	// Waiting may reach: after a change to N, holding is at most max(N,
+	// holding at that moment), because the limiter only adds a holder
+	// while holding < N; the same for W and prefilling, and for Q and the
+	// waiters. boundMu makes a holder's increments and checks, and the
+	// sampler's read, atomic with respect to bound changes.
+	boundMu                sync.RWMutex
+	nBound, wBound, qBound atomic.Int64
+	maxSeen, maxPrefill    atomic.Int64
+	// Release calls (first calls only) started and finished, and the same
+	// for the calls that free a waiting place, so that the changer can
+	// tell how many of each certainly ran between two of its Stats reads.
 	relStarted, relFinished atomic.Int64
+	wfStarted, wfFinished   atomic.Int64
 
 	// What callers saw.
 	direct, queuedOK, rejected, timedOut, cancelledQueued, endedBefore atomic.Uint64
@@ -129,12 +189,32 @@ func (m *model) fail(format string, args ...any) {
 	}
 }
 
-func (m *model) run(seed uint64, workers, ops int, setSlots bool, slots int) {
+// setBounds sets the bounds for limits lim that were set when the limiter
+// held s. The caller holds boundMu, or nothing runs yet.
+func (m *model) setBounds(lim limiter.Limits, s limiter.Stats) {
+	if m.unlimited {
+		m.nBound.Store(math.MaxInt64)
+		m.wBound.Store(math.MaxInt64)
+		m.qBound.Store(0)
+		return
+	}
+	bound := func(limit, now int) int64 {
+		if limit == 0 {
+			return math.MaxInt64 // not set
+		}
+		return int64(max(limit, now))
+	}
+	m.nBound.Store(bound(lim.Slots, s.Holding))
+	m.wBound.Store(bound(lim.WaitingLimit, s.Prefilling))
+	m.qBound.Store(int64(max(lim.QueueLen, s.Waiting)))
+}
+
+func (m *model) run(seed uint64, workers, ops int, ch change, lim limiter.Limits) {
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Go(func() { m.sample(stop) })
-	if setSlots {
-		bg.Go(func() { m.changeSlots(stop, rand.New(rand.NewPCG(seed, 1)), slots) })
+	if ch != changeNone {
+		bg.Go(func() { m.changeLimits(stop, rand.New(rand.NewPCG(seed, 1)), ch, lim) })
 	}
 
 	var wg sync.WaitGroup
@@ -205,13 +285,16 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 		m.onQueuedCalls.Add(1)
 	}
 
-	release, err := m.l.AcquireRequest(ctx, req)
+	permit, err := m.l.AcquireRequest(ctx, req)
 
 	if queued > 1 {
 		m.fail("OnQueued called %d times for one request", queued)
 	}
+	if (permit != nil) != (err == nil) {
+		m.fail("Acquire returned permit %v with error %v", permit, err)
+	}
 	if badClass {
-		if !errors.Is(err, limiter.ErrBadClass) || release != nil || queued != 0 {
+		if !errors.Is(err, limiter.ErrBadClass) || permit != nil || queued != 0 {
 			m.fail("class %d of %d: err %v, OnQueued calls %d; want ErrBadClass at once", req.Class, len(m.perClass), err, queued)
 		}
 		m.badClass.Add(1)
@@ -228,7 +311,7 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 		} else {
 			m.direct.Add(1)
 		}
-		m.hold(rng, release)
+		m.hold(rng, permit)
 	case errors.Is(err, limiter.ErrQueueFull):
 		if queued != 0 {
 			m.fail("ErrQueueFull after OnQueued")
@@ -256,40 +339,119 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 	}
 }
 
-func (m *model) hold(rng *rand.Rand, release func()) {
+// hold checks the caps against the observed holders, holds the slot for a
+// few yields and gives it back, with the first token reported in one of
+// the ways a proxy may report it.
+func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
 	m.boundMu.RLock()
-	h := m.holders.Add(1)
-	b := m.bound.Load()
+	h, pf := m.holders.Add(1), m.prefill.Add(1)
+	nb, wb := m.nBound.Load(), m.wBound.Load()
 	m.boundMu.RUnlock()
-	if h > b {
-		m.fail("%d holders observed, more than the limit allows (%d)", h, b)
+	if h > nb {
+		m.fail("%d holders observed, more than N allows (%d)", h, nb)
 	}
-	for {
-		old := m.maxSeen.Load()
-		if h <= old || m.maxSeen.CompareAndSwap(old, h) {
-			break
-		}
+	if pf > wb {
+		m.fail("%d holders before their first token observed, more than W allows (%d)", pf, wb)
 	}
-	yield(rng.IntN(40))
-	m.holders.Add(-1)
-	m.relStarted.Add(1)
-	release()
-	m.relFinished.Add(1)
+	raise(&m.maxSeen, h)
+	raise(&m.maxPrefill, pf)
+	yield(rng.IntN(20))
+
+	// firstToken frees the waiting place, counted as a free.
+	firstToken := func() {
+		m.prefill.Add(-1)
+		m.wfStarted.Add(1)
+		p.FirstToken()
+		m.wfFinished.Add(1)
+	}
+	switch rng.IntN(6) {
+	case 0: // no first token: Release frees both
+		m.prefill.Add(-1)
+		m.holders.Add(-1)
+		m.wfStarted.Add(1)
+		m.release(p)
+		m.wfFinished.Add(1)
+	case 1: // first token, then Release
+		firstToken()
+		yield(rng.IntN(20))
+		m.holders.Add(-1)
+		m.release(p)
+	case 2: // the first token reported twice, the second call a no-op
+		firstToken()
+		p.FirstToken()
+		yield(rng.IntN(20))
+		m.holders.Add(-1)
+		m.release(p)
+		p.FirstToken()
+	case 3: // first token and Release at once, from two goroutines
+		m.prefill.Add(-1)
+		m.holders.Add(-1)
+		m.wfStarted.Add(1)
+		var ft sync.WaitGroup
+		ft.Go(p.FirstToken)
+		m.release(p)
+		ft.Wait()
+		m.wfFinished.Add(1)
+	case 4: // the first token reported twice at once
+		m.prefill.Add(-1)
+		m.wfStarted.Add(1)
+		var ft sync.WaitGroup
+		ft.Go(p.FirstToken)
+		p.FirstToken()
+		ft.Wait()
+		m.wfFinished.Add(1)
+		yield(rng.IntN(20))
+		m.holders.Add(-1)
+		m.release(p)
+	default: // the first token reported after Release: a no-op
+		m.prefill.Add(-1)
+		m.holders.Add(-1)
+		m.wfStarted.Add(1)
+		m.release(p)
+		m.wfFinished.Add(1)
+		p.FirstToken()
+	}
 	if rng.IntN(8) == 0 {
-		release() // a second call must do nothing
+		p.Release() // a second call must do nothing
 	}
 }
 
-// changeSlots calls SetSlots with random values in [1, 2*slots] until stop.
+// release is the first Release of a permit, counted.
+func (m *model) release(p *limiter.Permit) {
+	m.relStarted.Add(1)
+	p.Release()
+	m.relFinished.Add(1)
+}
+
+// raise makes v at least x.
+func raise(v *atomic.Int64, x int64) {
+	for {
+		old := v.Load()
+		if x <= old || v.CompareAndSwap(old, x) {
+			return
+		}
+	}
+}
+
+// changeLimits changes the limits at random until stop: N alone with
+// SetSlots (changeSlots), or N, W and Q with SetLimits (changeLimits),
+// each limit now and then unset; and, with SetLimits, now and then
+// invalid limits, which must be refused and change nothing.
 //
-// Between two changes it also checks that lowering is honoured: once
-// SetSlots(n) has run and Holding was h0, holding can grow only while below
-// n, and while above n every release lowers it by one instead of being
-// handed on. So at a later read, Holding <= max(n, h0-k), where k is a lower
-// bound on the releases that ran in between: those finished before the
-// later read minus those started before the earlier one.
-func (m *model) changeSlots(stop <-chan struct{}, rng *rand.Rand, slots int) {
-	n, h0, s0 := slots, 0, int64(0)
+// Between two changes it also checks that lowering is honoured: once N
+// was set to n and Holding was h0, holding can grow only while below n,
+// and while above n every release lowers it by one instead of being
+// handed on. So at a later read, Holding <= max(n, h0-k), where k is a
+// lower bound on the releases that ran in between: those finished before
+// the later read minus those started before the earlier one. The same
+// holds for W, Prefilling and the waiting places freed.
+func (m *model) changeLimits(stop <-chan struct{}, rng *rand.Rand, ch change, initial limiter.Limits) {
+	cur := initial
+	nMax := 2 * max(initial.Slots, initial.WaitingLimit, 2)
+	wMax := 2 * max(initial.WaitingLimit, 2)
+	qMax := 2 * max(initial.QueueLen, 2)
+	h0, p0 := 0, 0
+	s0, ws0 := int64(0), int64(0)
 	for {
 		select {
 		case <-stop:
@@ -297,51 +459,126 @@ func (m *model) changeSlots(stop <-chan struct{}, rng *rand.Rand, slots int) {
 		default:
 		}
 		yield(rng.IntN(200))
-		f1 := m.relFinished.Load()
-		if h1 := m.l.Stats().Holding; int64(h1) > max(int64(n), int64(h0)-(f1-s0)) {
-			m.fail("after SetSlots(%d) with %d holders and at least %d releases since, Holding is %d: releases above the limit were handed on",
-				n, h0, f1-s0, h1)
+		f1, wf1 := m.relFinished.Load(), m.wfFinished.Load()
+		s := m.l.Stats()
+		if cur.Slots > 0 && int64(s.Holding) > max(int64(cur.Slots), int64(h0)-(f1-s0)) {
+			m.fail("after N = %d with %d holders and at least %d releases since, Holding is %d: releases above the limit were handed on",
+				cur.Slots, h0, f1-s0, s.Holding)
 		}
-		n = 1 + rng.IntN(2*slots)
+		if cur.WaitingLimit > 0 && int64(s.Prefilling) > max(int64(cur.WaitingLimit), int64(p0)-(wf1-ws0)) {
+			m.fail("after W = %d with %d prefilling and at least %d waiting places freed since, Prefilling is %d: places freed above the limit were handed on",
+				cur.WaitingLimit, p0, wf1-ws0, s.Prefilling)
+		}
+
+		next := cur
+		if ch == changeSlots {
+			next.Slots = 1 + rng.IntN(nMax)
+		} else {
+			if rng.IntN(10) == 0 {
+				m.refuseInvalid(rng, cur)
+				continue
+			}
+			next = limiter.Limits{
+				Slots:        randomLimit(rng, nMax),
+				WaitingLimit: randomLimit(rng, wMax),
+				QueueLen:     rng.IntN(qMax + 1),
+			}
+			if next.Slots == 0 && next.WaitingLimit == 0 {
+				next.Slots = 1 + rng.IntN(nMax)
+			}
+		}
 		m.boundMu.Lock()
-		if err := m.l.SetSlots(n); err != nil {
-			m.fail("SetSlots(%d): %v", n, err)
+		var err error
+		if ch == changeSlots {
+			err = m.l.SetSlots(next.Slots)
+		} else {
+			err = m.l.SetLimits(next)
+		}
+		if err != nil {
+			m.fail("setting %+v: %v", next, err)
 		}
 		// From this read on, holding stays within max(n, h0): it can grow
-		// only while below n.
-		h0 = m.l.Stats().Holding
-		s0 = m.relStarted.Load()
-		m.bound.Store(int64(max(n, h0)))
+		// only while below n; the same for prefilling and the waiters.
+		s = m.l.Stats()
+		m.setBounds(next, s)
+		h0, p0 = s.Holding, s.Prefilling
+		s0, ws0 = m.relStarted.Load(), m.wfStarted.Load()
 		m.boundMu.Unlock()
+		if got := m.l.Limits(); got != next {
+			m.fail("Limits() = %+v after setting %+v", got, next)
+		}
+		cur = next
+	}
+}
+
+// randomLimit is an engine limit in [1, n], or 0 (not set) one time in
+// four.
+func randomLimit(rng *rand.Rand, n int) int {
+	if rng.IntN(4) == 0 {
+		return 0
+	}
+	return 1 + rng.IntN(n)
+}
+
+// refuseInvalid calls SetLimits with invalid limits, which must fail,
+// naming the bad one, and leave the limits as they were.
+func (m *model) refuseInvalid(rng *rand.Rand, cur limiter.Limits) {
+	bad, want := cur, ""
+	switch rng.IntN(4) {
+	case 0:
+		bad.Slots, bad.WaitingLimit, want = 0, 0, "slots must be at least 1"
+	case 1:
+		bad.Slots, want = -1-rng.IntN(3), "slots must be at least 1"
+	case 2:
+		bad.WaitingLimit, want = -1-rng.IntN(3), "waiting limit must not be negative"
+	default:
+		bad.QueueLen, want = -1-rng.IntN(3), "queue length must not be negative"
+	}
+	if err := m.l.SetLimits(bad); err == nil || !strings.Contains(err.Error(), want) {
+		m.fail("SetLimits(%+v) = %v, want an error containing %q", bad, err, want)
+	}
+	if got := m.l.Limits(); got != cur {
+		m.fail("refused SetLimits(%+v) changed the limits from %+v to %+v", bad, cur, got)
 	}
 }
 
 // sample checks Stats snapshots in a loop until stop.
 func (m *model) sample(stop <-chan struct{}) {
 	var prev limiter.Stats
-	for n := 0; ; n++ {
+	for {
 		select {
 		case <-stop:
 			return
 		default:
 		}
+		m.boundMu.RLock()
 		s := m.l.Stats()
-		if s.Holding < 0 || s.Waiting < 0 {
+		qb := m.qBound.Load()
+		m.boundMu.RUnlock()
+		if s.Holding < 0 || s.Waiting < 0 || s.Prefilling < 0 {
 			m.fail("negative gauge: %+v", s)
 		}
-		if s.Waiting > s.QueueLen {
-			m.fail("Waiting %d > QueueLen %d", s.Waiting, s.QueueLen)
+		if s.Prefilling > s.Holding {
+			m.fail("Prefilling %d > Holding %d", s.Prefilling, s.Holding)
+		}
+		if int64(s.Waiting) > qb {
+			m.fail("Waiting %d beyond the queue bound %d (QueueLen %d)", s.Waiting, qb, s.QueueLen)
 		}
 		if s.Unlimited {
-			if s.Slots != 0 || s.Waiting != 0 {
+			if s.Slots != 0 || s.WaitingLimit != 0 || s.QueueLen != 0 || s.Waiting != 0 {
 				m.fail("unlimited limiter: %+v", s)
 			}
-		} else if s.Holding < s.Slots && s.Waiting != 0 {
-			m.fail("Holding %d < Slots %d with Waiting %d: a free slot is not used", s.Holding, s.Slots, s.Waiting)
+		} else if under(s.Holding, s.Slots) && under(s.Prefilling, s.WaitingLimit) && s.Waiting != 0 {
+			m.fail("Holding %d of N %d, Prefilling %d of W %d, with Waiting %d: free room is not used",
+				s.Holding, s.Slots, s.Prefilling, s.WaitingLimit, s.Waiting)
 		}
 		if s.AdmittedDirect < prev.AdmittedDirect || s.AdmittedQueued < prev.AdmittedQueued ||
-			s.RejectedFull < prev.RejectedFull || s.TimedOut < prev.TimedOut || s.CancelledWaiting < prev.CancelledWaiting {
+			s.RejectedFull < prev.RejectedFull || s.TimedOut < prev.TimedOut || s.CancelledWaiting < prev.CancelledWaiting ||
+			s.DequeuedLIFO < prev.DequeuedLIFO || s.AdmittedQueued-s.DequeuedLIFO < prev.AdmittedQueued-prev.DequeuedLIFO {
 			m.fail("counters went back: %+v then %+v", prev, s)
+		}
+		if s.DequeuedLIFO > s.AdmittedQueued || (!m.lifo && s.DequeuedLIFO != 0) {
+			m.fail("DequeuedLIFO %d, AdmittedQueued %d, adaptive LIFO %t", s.DequeuedLIFO, s.AdmittedQueued, m.lifo)
 		}
 		m.checkClasses(s)
 		prev = s
@@ -349,9 +586,12 @@ func (m *model) sample(stop <-chan struct{}) {
 	}
 }
 
+// under reports whether n is below limit, a limit of 0 being no limit.
+func under(n, limit int) bool { return limit == 0 || n < limit }
+
 // checkClasses checks a snapshot's per-class part: one entry per class
 // (none for an unlimited limiter), each within its Limit, adding up to the
-// total Waiting.
+// total Waiting, with no more LIFO grants than grants.
 func (m *model) checkClasses(s limiter.Stats) {
 	if m.unlimited {
 		if s.Classes != nil {
@@ -368,6 +608,9 @@ func (m *model) checkClasses(s limiter.Stats) {
 		sum += c.Waiting
 		if len(m.classes) > 0 && (c.Name != m.classes[i].Name || (m.classes[i].Limit > 0 && c.Waiting > m.classes[i].Limit)) {
 			m.fail("class %d: %+v beyond %+v", i, c, m.classes[i])
+		}
+		if c.DequeuedLIFO > c.AdmittedQueued {
+			m.fail("class %d: DequeuedLIFO %d > AdmittedQueued %d", i, c.DequeuedLIFO, c.AdmittedQueued)
 		}
 	}
 	if sum != s.Waiting {
@@ -392,30 +635,46 @@ func (m *model) reconcile(total uint64) {
 	check("OnQueued calls", m.onQueuedCalls.Load(), m.queuedOK.Load()+m.timedOut.Load()+m.cancelledQueued.Load())
 	seen := m.direct.Load() + m.queuedOK.Load() + m.rejected.Load() + m.timedOut.Load() + m.cancelledQueued.Load() + m.endedBefore.Load() + m.badClass.Load()
 	check("operations", seen, total)
+	// Each LIFO grant consumes the flag a queue timeout set, and the
+	// waiter it went to took the slot.
+	if s.DequeuedLIFO > s.TimedOut || s.DequeuedLIFO > s.AdmittedQueued || (!m.lifo && s.DequeuedLIFO != 0) {
+		t.Errorf("DequeuedLIFO %d with TimedOut %d, AdmittedQueued %d, adaptive LIFO %t", s.DequeuedLIFO, s.TimedOut, s.AdmittedQueued, m.lifo)
+	}
 	m.checkClasses(s)
+	var lifo uint64
 	for i := range s.Classes {
 		c, p := s.Classes[i], &m.perClass[i]
 		check(fmt.Sprintf("class %d AdmittedQueued", i), c.AdmittedQueued, p.queuedOK.Load())
 		check(fmt.Sprintf("class %d RejectedFull", i), c.RejectedFull, p.rejected.Load())
 		check(fmt.Sprintf("class %d TimedOut", i), c.TimedOut, p.timedOut.Load())
 		check(fmt.Sprintf("class %d CancelledWaiting", i), c.CancelledWaiting, p.cancelledQueued.Load())
+		lifo += c.DequeuedLIFO
 	}
-	if s.Holding != 0 || s.Waiting != 0 || m.holders.Load() != 0 {
-		t.Errorf("at the end: Holding %d Waiting %d observed holders %d", s.Holding, s.Waiting, m.holders.Load())
+	if s.Classes != nil {
+		check("DequeuedLIFO, sum of classes", lifo, s.DequeuedLIFO)
+	}
+	if s.Holding != 0 || s.Prefilling != 0 || s.Waiting != 0 || m.holders.Load() != 0 || m.prefill.Load() != 0 {
+		t.Errorf("at the end: Holding %d Prefilling %d Waiting %d, observed holders %d prefilling %d",
+			s.Holding, s.Prefilling, s.Waiting, m.holders.Load(), m.prefill.Load())
 	}
 	if err := l.CheckInvariants(); err != nil {
 		t.Errorf("at the end: %v", err)
 	}
-	release, err := l.Acquire(context.Background())
+	p, err := l.Acquire(context.Background())
 	if err != nil {
 		t.Fatalf("fresh Acquire at the end: %v", err)
 	}
-	release()
-	if got := l.Stats().AdmittedDirect; got != s.AdmittedDirect+1 {
-		t.Errorf("fresh Acquire at the end was not a direct admission")
+	p.FirstToken()
+	if got := l.Stats(); got.AdmittedDirect != s.AdmittedDirect+1 || got.Holding != 1 || got.Prefilling != 0 {
+		t.Errorf("fresh Acquire and FirstToken at the end: %+v, want a direct admission holding no waiting place", got)
 	}
-	t.Logf("direct %d queued %d rejected %d timed out %d cancelled waiting %d ended before %d bad class %d; max holders %d; classes %+v",
-		s.AdmittedDirect, s.AdmittedQueued, s.RejectedFull, s.TimedOut, s.CancelledWaiting, m.endedBefore.Load(), m.badClass.Load(), m.maxSeen.Load(), s.Classes)
+	p.Release()
+	if got := l.Stats(); got.Holding != 0 || got.Prefilling != 0 {
+		t.Errorf("after the fresh Release: Holding %d Prefilling %d", got.Holding, got.Prefilling)
+	}
+	t.Logf("limits %+v; direct %d queued %d (LIFO %d) rejected %d timed out %d cancelled waiting %d ended before %d bad class %d; max holders %d, before first token %d; classes %+v",
+		l.Limits(), s.AdmittedDirect, s.AdmittedQueued, s.DequeuedLIFO, s.RejectedFull, s.TimedOut, s.CancelledWaiting,
+		m.endedBefore.Load(), m.badClass.Load(), m.maxSeen.Load(), m.maxPrefill.Load(), s.Classes)
 }
 
 func yield(n int) {

@@ -12,8 +12,24 @@ type waiter struct {
 	cls *class
 	// cost is the scheduling cost, charged to the class's deficit by drr.
 	cost int64
+	// seq is the waiter's place in the arrival order of all classes, which
+	// tells drr's popNewest the newest waiter.
+	seq uint64
+	// lifo is set, with granted, when adaptive LIFO chose the waiter.
+	lifo bool
 
 	prev, next *waiter
+}
+
+// countAdmitted counts a granted waiter that takes its slot, by the order
+// that chose it. The two counters are kept apart so that each, and their
+// sum, only ever grows.
+func (w *waiter) countAdmitted() {
+	if w.lifo {
+		w.cls.admittedLIFO.Add(1)
+		return
+	}
+	w.cls.admittedQueued.Add(1)
 }
 
 // queue is the order in which waiters are served. The limiter bounds its
@@ -24,6 +40,9 @@ type queue interface {
 	push(w *waiter)
 	// pop removes and returns the next waiter to serve, or nil.
 	pop() *waiter
+	// popNewest removes and returns the waiter that arrived last, or nil:
+	// adaptive LIFO's one grant after a timeout.
+	popNewest() *waiter
 	// remove takes w out of the queue; w must be queued.
 	remove(w *waiter)
 }
@@ -46,6 +65,14 @@ func (f *fifo) push(w *waiter) {
 
 func (f *fifo) pop() *waiter {
 	w := f.head
+	if w != nil {
+		f.remove(w)
+	}
+	return w
+}
+
+func (f *fifo) popNewest() *waiter {
+	w := f.tail
 	if w != nil {
 		f.remove(w)
 	}

@@ -70,8 +70,8 @@ func raceGrantVsEnd(t *testing.T, iter int, cancelW, expire, nextWaiter bool, se
 	}
 	wQueued, goRace := make(chan struct{}), make(chan struct{})
 	type result struct {
-		release func()
-		err     error
+		permit *limiter.Permit
+		err    error
 	}
 	wDone := make(chan result, 1)
 	go func() {
@@ -122,8 +122,8 @@ func raceGrantVsEnd(t *testing.T, iter int, cancelW, expire, nextWaiter bool, se
 		if s.AdmittedQueued != 1 || s.CancelledWaiting != 0 || s.TimedOut != 0 {
 			t.Fatalf("iteration %d: W granted, counters %+v", iter, s)
 		}
-		w.release()
-		w.release()
+		w.permit.Release()
+		w.permit.Release()
 	case errors.Is(w.err, context.Canceled) && cancelW,
 		errors.Is(w.err, limiter.ErrQueueTimeout) && expire:
 		if errors.Is(w.err, context.Canceled) {
@@ -131,7 +131,7 @@ func raceGrantVsEnd(t *testing.T, iter int, cancelW, expire, nextWaiter bool, se
 		} else {
 			seen.timedOut++
 		}
-		if w.release != nil {
+		if w.permit != nil {
 			t.Fatalf("iteration %d: release not nil with %v", iter, w.err)
 		}
 		// The slot went on to the next waiter, or back to free.
@@ -151,7 +151,7 @@ func raceGrantVsEnd(t *testing.T, iter int, cancelW, expire, nextWaiter bool, se
 		if n.err != nil {
 			t.Fatalf("iteration %d: next waiter: %v", iter, n.err)
 		}
-		n.release()
+		n.permit.Release()
 	}
 	s = l.Stats()
 	if s.Holding != 0 || s.Waiting != 0 {

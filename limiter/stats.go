@@ -8,21 +8,29 @@ import "time"
 type Stats struct {
 	// Unlimited is true for a pass-through limiter (NewUnlimited); Slots and
 	// QueueLen are then zero.
-	Unlimited    bool
+	Unlimited bool
+	// Slots (N) and WaitingLimit (W) are 0 when not set.
 	Slots        int
+	WaitingLimit int
 	QueueLen     int
 	QueueTimeout time.Duration
 
-	// Holding is the number of requests holding a slot; Waiting the number
-	// in the queue, all classes together.
-	Holding int
-	Waiting int
+	// Holding is the number of requests holding a slot; Prefilling the
+	// number of those still holding a waiting place (before their first
+	// token); Waiting the number in the queue, all classes together.
+	Holding    int
+	Prefilling int
+	Waiting    int
 
 	AdmittedDirect   uint64 // took a free slot without queuing
 	AdmittedQueued   uint64 // took a slot after waiting in the queue
 	RejectedFull     uint64 // refused with ErrQueueFull
 	TimedOut         uint64 // left the queue with ErrQueueTimeout
 	CancelledWaiting uint64 // left the queue because their context ended
+	// DequeuedLIFO counts the grants adaptive LIFO gave to the newest
+	// waiter; they are among AdmittedQueued too, and read with it, so
+	// AdmittedQueued - DequeuedLIFO never decreases either.
+	DequeuedLIFO uint64
 
 	// Classes has one entry per policy class, in the order of
 	// Options.Classes, so Request.Class indexes it too. With no classes
@@ -42,30 +50,32 @@ func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
 	s := Stats{
 		Unlimited:    l.unlimited,
-		Slots:        l.slots,
+		Slots:        setAsZero(l.slots),
+		WaitingLimit: setAsZero(l.waitLimit),
 		QueueLen:     l.queueLen,
 		QueueTimeout: l.timeout,
 		Holding:      l.holding,
+		Prefilling:   l.prefilling,
 		Waiting:      l.waiting,
 	}
 	for i := range cs {
 		cs[i].Waiting = l.classes[i].waiting
 	}
 	l.mu.Unlock()
-	if s.Unlimited {
-		s.Slots = 0
-	}
 	s.AdmittedDirect = l.admittedDirect.Load()
 	for i := range l.classes {
 		c := &l.classes[i]
 		cls := ClassStats{
 			Name:             c.name,
 			AdmittedQueued:   c.admittedQueued.Load(),
+			DequeuedLIFO:     c.admittedLIFO.Load(),
 			RejectedFull:     c.rejectedFull.Load(),
 			TimedOut:         c.timedOut.Load(),
 			CancelledWaiting: c.cancelledWaiting.Load(),
 		}
+		cls.AdmittedQueued += cls.DequeuedLIFO // one read of each counter
 		s.AdmittedQueued += cls.AdmittedQueued
+		s.DequeuedLIFO += cls.DequeuedLIFO
 		s.RejectedFull += cls.RejectedFull
 		s.TimedOut += cls.TimedOut
 		s.CancelledWaiting += cls.CancelledWaiting

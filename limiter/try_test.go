@@ -37,7 +37,7 @@ func TestTryAcquire(t *testing.T) {
 		go func() {
 			r, err := l.AcquireRequest(ctx, limiter.Request{Class: class, OnQueued: func() { queued <- struct{}{} }})
 			if r != nil {
-				r()
+				r.Release()
 			}
 			done <- err
 		}()
@@ -60,7 +60,7 @@ func TestTryAcquire(t *testing.T) {
 		t.Errorf("RejectedFull = %d, want %d", got, before.RejectedFull+2)
 	}
 	cancel()
-	release()
+	release.Release()
 	for range 2 {
 		<-done
 	}

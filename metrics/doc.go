@@ -3,13 +3,21 @@
 //
 // Invariants:
 //
-//   - Dynamo's worker admission metrics keep Dynamo's exact names, types and
+//   - Dynamo 1.5's worker admission metrics keep Dynamo's exact names, types and
 //     help strings, with no labels: dynamo_engine_request,
 //     dynamo_request_queue and dynamo_rejection_request_total.
+//   - Dynamo 1.7's backend admission family (dynamo_backend_admission_*)
+//     is exported beside them with Dynamo's names, types and help
+//     strings. Its labels are Dynamo's (admit_total{source}) or those of
+//     Dynamo PR #14369 (rejection_total{reason}, dequeue_total{source}),
+//     every series exists from the start, and receive_total is always the
+//     sum of admit_total, rejection_total and cancellation_total. Three
+//     of its gauges end in _count, against promlint, because Dynamo's
+//     names do.
 //   - Limiter state is read once per scrape, from one limiter.Stats
 //     snapshot, so the gauges of one scrape agree with each other and the
 //     request path never waits for a scrape.
 //   - Every series of slotgate_requests_total exists from the start, at 0,
 //     so rate() reads as quiet rather than as a gap.
-//   - Everything passes client_golang's promlint.
+//   - Everything else passes client_golang's promlint.
 package metrics

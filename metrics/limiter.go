@@ -13,9 +13,11 @@ const (
 	helpQueue     = "Current number of requests queued in Dynamo not yet in the engine (--dynamo-request-queue-limit)"
 )
 
-// limiterCollector reads one limiter.Stats per scrape and exposes it.
+// limiterCollector reads one limiter.Stats per scrape and exposes it,
+// under both Dynamo 1.5's names and 1.7's backend admission family.
 type limiterCollector struct {
-	stats func() limiter.Stats
+	stats     func() limiter.Stats
+	admission *admissionGauges
 
 	rejections, engine, queue, slotLimit, queueLimit, classQueue *prometheus.Desc
 }
@@ -23,6 +25,7 @@ type limiterCollector struct {
 func newLimiterCollector(stats func() limiter.Stats) *limiterCollector {
 	return &limiterCollector{
 		stats:      stats,
+		admission:  newAdmissionGauges(),
 		rejections: prometheus.NewDesc("dynamo_rejection_request_total", helpRejection, nil, nil),
 		engine:     prometheus.NewDesc("dynamo_engine_request", helpEngine, nil, nil),
 		queue:      prometheus.NewDesc("dynamo_request_queue", helpQueue, nil, nil),
@@ -42,6 +45,7 @@ func (c *limiterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.slotLimit
 	ch <- c.queueLimit
 	ch <- c.classQueue
+	c.admission.describe(ch)
 }
 
 func (c *limiterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -58,4 +62,5 @@ func (c *limiterCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.classQueue, prometheus.GaugeValue, float64(cs.Waiting), name)
 	}
+	c.admission.collect(ch, &s)
 }

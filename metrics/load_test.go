@@ -83,13 +83,7 @@ slotgate_engine_metrics_last_success_timestamp_seconds 1.7000000005e+09
 // TestLoadGaugesLint: the load families pass promlint too.
 func TestLoadGaugesLint(t *testing.T) {
 	snap := &report.Snapshot{Ranks: []report.Rank{{DPRank: 0, KVTotalBlocks: report.Field{N: 1, Source: report.SourceEngine}}}}
-	problems, err := testutil.GatherAndLint(loadRegistry(t, snap))
-	if err != nil {
-		t.Fatalf("GatherAndLint: %v", err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
-	}
+	lint(t, loadRegistry(t, snap))
 }
 
 // TestPerClassMetrics: outcomes and queue waits by policy class, every

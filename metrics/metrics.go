@@ -35,6 +35,7 @@ type Metrics struct {
 	requests  map[classOutcome]prometheus.Counter
 	queueWait map[string]prometheus.Observer
 	firstByte prometheus.Histogram
+	admission *admissionCounters
 }
 
 // DefaultClass labels every request when no policy classes are
@@ -69,6 +70,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Help:    "Time from a request's arrival, queue wait included, to the first byte of the engine's response.",
 			Buckets: waitBuckets,
 		}),
+		admission: newAdmissionCounters(),
 	}
 	for _, c := range classes {
 		m.queueWait[c] = queueWait.WithLabelValues(c)
@@ -83,6 +85,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
+	cs = append(cs, m.admission.collectors...)
 	if opts.Load != nil {
 		cs = append(cs, newLoadCollector(opts.Load))
 	}

@@ -26,15 +26,18 @@ import (
 // reading the wrong field shows.
 var fixedStats = limiter.Stats{
 	Slots:            4,
+	WaitingLimit:     6,
 	QueueLen:         8,
 	QueueTimeout:     time.Minute,
 	Holding:          3,
+	Prefilling:       2,
 	Waiting:          5,
 	AdmittedDirect:   11,
 	AdmittedQueued:   13,
 	RejectedFull:     7,
 	TimedOut:         17,
 	CancelledWaiting: 19,
+	DequeuedLIFO:     1, // and so 12 taken in FIFO order
 }
 
 func newMetrics(t *testing.T, stats func() limiter.Stats) (*metrics.Metrics, *prometheus.Registry) {
@@ -243,6 +246,8 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 				m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass)
 				m.QueueWait(metrics.DefaultClass, 0.001)
 				m.FirstByte(0.01)
+				m.Received()
+				m.Decided(string(gate.AdmittedDirect))
 			}
 		})
 	}
@@ -261,6 +266,12 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 	if got := histogram(t, reg, "slotgate_queue_wait_seconds").GetSampleCount(); got != goroutines*each {
 		t.Errorf("queue wait count = %d, want %d", got, goroutines*each)
 	}
+	got := admissionCounts(t, reg)
+	for _, key := range []string{"receive", "admit{source=direct}"} {
+		if got[key] != goroutines*each {
+			t.Errorf("%s = %v, want %d", key, got[key], goroutines*each)
+		}
+	}
 }
 
 func TestLint(t *testing.T) {
@@ -269,13 +280,9 @@ func TestLint(t *testing.T) {
 	m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass)
 	m.QueueWait(metrics.DefaultClass, 0.1)
 	m.FirstByte(0.2)
-	problems, err := testutil.GatherAndLint(reg)
-	if err != nil {
-		t.Fatalf("GatherAndLint: %v", err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
-	}
+	m.Received()
+	m.Decided(string(gate.AdmittedDirect))
+	lint(t, reg)
 }
 
 func TestRegisterTwiceFails(t *testing.T) {
@@ -363,21 +370,21 @@ slotgate_request_queue_limit 2
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	release, err := l.Acquire(ctx)
+	held, err := l.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("one holder", 1, 0, 0)
 
 	type acquired struct {
-		release func()
-		err     error
+		permit *limiter.Permit
+		err    error
 	}
 	results := make(chan acquired, 2)
 	for range 2 {
 		go func() {
-			r, err := l.Acquire(ctx)
-			results <- acquired{r, err}
+			p, err := l.Acquire(ctx)
+			results <- acquired{p, err}
 		}()
 	}
 	waitFor(t, "two waiters", func() bool { return l.Stats().Waiting == 2 })
@@ -403,21 +410,21 @@ slotgate_request_queue_limit 2
 		}
 	}
 
-	release() // hands the slot to the oldest waiter
+	held.Release() // hands the slot to the oldest waiter
 	first := next("first hand-over")
 	if first.err != nil {
 		t.Fatalf("first waiter: %v", first.err)
 	}
 	check("after hand-over", 1, 1, 1)
 
-	first.release()
+	first.permit.Release()
 	second := next("second hand-over")
 	if second.err != nil {
 		t.Fatalf("second waiter: %v", second.err)
 	}
 	check("after second hand-over", 1, 0, 1)
 
-	second.release()
+	second.permit.Release()
 	check("idle again", 0, 0, 1)
 }
 

@@ -15,8 +15,10 @@ const StatusClientClosedRequest = 499
 // Messages of the answers slotgate gives itself. The overload message is
 // Dynamo's, byte for byte: frontends match its prefix.
 const (
-	MessageCapacity     = "Server overloaded: worker at capacity"
-	MessageQueueTimeout = "Server overloaded: queue wait timeout"
+	MessageCapacity = "Server overloaded: worker at capacity"
+	// MessageQueueTimeout is Dynamo's message for a request that waited
+	// past the queue delay (PR #14369), for every queue deadline.
+	MessageQueueTimeout = "Server overloaded: request rejected after exceeding the backend admission queue delay"
 	MessageUnreachable  = "Server unavailable: engine unreachable"
 	MessageDraining     = "Server unavailable: draining"
 	MessageBusy         = "Server overloaded: worker busy"
@@ -71,7 +73,7 @@ type answers struct {
 	overloadStatus int
 	retryAfter     string
 
-	capacity, queueTimeout, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
+	capacity, queueTimeout, queueExpired, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
 }
 
 func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
@@ -85,6 +87,7 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 		policy:         newAnswer(overload, "Overloaded", MessagePolicy, "policy", ra),
 		capacity:       newAnswer(overload, "Overloaded", MessageCapacity, "capacity", ra),
 		queueTimeout:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
+		queueExpired:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
 		busy:           newAnswer(overload, "Overloaded", MessageBusy, "busy", ra),
 		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageUnreachable, "engine_unavailable", ""),
 		draining:       newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageDraining, "draining", ra),
@@ -157,6 +160,8 @@ func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 		ans = &a.capacity
 	case gate.RejectedQueueTimeout:
 		ans = &a.queueTimeout
+	case gate.RejectedQueueExpired:
+		ans = &a.queueExpired
 	case gate.RejectedBusy:
 		ans = &a.busy
 	case gate.RejectedDraining:
@@ -165,6 +170,10 @@ func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 		ans = &a.tooLarge
 	default: // gate.RejectedBadRequest
 		ans = &a.badRequest
+		if d.Message != "" {
+			r := a.rendered(http.StatusBadRequest, "invalid_request_error", d.Message, "bad_request")
+			ans = &r
+		}
 	}
 	ans.write(ex)
 }

@@ -151,6 +151,6 @@ func BenchmarkReject(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(release)
+	b.Cleanup(release.Release)
 	runClient(b, benchProxy(b, benchEngine(b), lim), 529)
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ex.engineError(&ex.out, ex.r, err)
 		return
 	}
-	ex.BeginFlight(rank(r.Header))
+	if d.RankChosen {
+		// Limits per rank: the gate placed the request, so the engine
+		// must run it there.
+		ex.r.Header.Set(RankHeader, strconv.Itoa(ex.Rank))
+	}
+	ex.BeginFlight()
 	p.countPrompt(ex)
 	p.forward(ex)
 }
@@ -43,6 +49,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) admissionRequest(ex *exchange) gate.Request {
 	r := ex.in
 	req := gate.Request{TooLarge: r.ContentLength > p.maxBody, Watch: &ex.watch}
+	req.Rank, req.Pinned = rankOf(r.Header)
 	pol := p.gate.Policy()
 	if pol == nil {
 		return req

@@ -30,13 +30,14 @@ const bound = 10 * time.Second
 type recObserver struct {
 	mu         sync.Mutex
 	done       map[string]int
+	decided    map[string]int
 	byClass    map[string]int // "outcome/class"
 	queueWaits []float64
 	firstBytes []float64
 }
 
 func newRecObserver() *recObserver {
-	return &recObserver{done: make(map[string]int), byClass: make(map[string]int)}
+	return &recObserver{done: make(map[string]int), decided: make(map[string]int), byClass: make(map[string]int)}
 }
 
 func (o *recObserver) RequestDone(outcome, class string) {
@@ -44,6 +45,14 @@ func (o *recObserver) RequestDone(outcome, class string) {
 	defer o.mu.Unlock()
 	o.done[outcome]++
 	o.byClass[outcome+"/"+class]++
+}
+
+func (o *recObserver) Received() {}
+
+func (o *recObserver) Decided(outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.decided[outcome]++
 }
 
 func (o *recObserver) classCount(key string) int {
@@ -67,6 +76,7 @@ func (o *recObserver) FirstByte(seconds float64) {
 // snapshot is a copy of what an observer recorded.
 type snapshot struct {
 	done       map[string]int
+	decided    map[string]int
 	queueWaits []float64
 	firstBytes []float64
 }
@@ -76,11 +86,15 @@ func (o *recObserver) snapshot() snapshot {
 	defer o.mu.Unlock()
 	s := snapshot{
 		done:       make(map[string]int, len(o.done)),
+		decided:    make(map[string]int, len(o.decided)),
 		queueWaits: append([]float64(nil), o.queueWaits...),
 		firstBytes: append([]float64(nil), o.firstBytes...),
 	}
 	for k, v := range o.done {
 		s.done[k] = v
+	}
+	for k, v := range o.decided {
+		s.decided[k] = v
 	}
 	return s
 }

@@ -148,7 +148,7 @@ func (p *Proxy) Draining() bool { return p.gate.Draining() }
 // PoolSize is the number of idle keep-alive connections to keep to the
 // engine: one for every request that may be in flight or about to be.
 func PoolSize(s limiter.Stats) int {
-	if s.Unlimited {
+	if s.Unlimited || s.Slots == 0 { // no cap on the requests in flight
 		return 1024
 	}
 	return s.Slots + s.QueueLen

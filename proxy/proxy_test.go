@@ -655,8 +655,8 @@ func TestQueueTimeout(t *testing.T) {
 			g.release()
 			receive(t, "the holder's answer", held)
 			s := h.waitDone(2)
-			if s.done[string(gate.RejectedQueueTimeout)] != 1 {
-				t.Errorf("outcomes = %v", s.done)
+			if s.done[string(gate.RejectedQueueExpired)] != 1 || s.decided[string(gate.RejectedQueueExpired)] != 1 {
+				t.Errorf("outcomes = %v, decided %v", s.done, s.decided)
 			}
 			if len(s.queueWaits) != 2 {
 				t.Errorf("QueueWait calls = %v", s.queueWaits)
@@ -1076,7 +1076,7 @@ func TestOutcomesListsEveryReportedOutcome(t *testing.T) {
 	want := map[string]bool{}
 	for _, o := range []gate.Outcome{
 		gate.AdmittedDirect, gate.AdmittedQueued, gate.RejectedCapacity, gate.RejectedQueueTimeout,
-		gate.RejectedPolicy, gate.RejectedRateLimited, gate.RejectedBusy, gate.RejectedUnavailable, gate.RejectedDraining,
+		gate.RejectedQueueExpired, gate.RejectedPolicy, gate.RejectedRateLimited, gate.RejectedBusy, gate.RejectedUnavailable, gate.RejectedDraining,
 		gate.RejectedTooLarge, gate.RejectedBadRequest,
 		gate.CancelledQueued,
 		gate.CancelledRunning, gate.EngineError,

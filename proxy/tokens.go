@@ -9,25 +9,26 @@ import (
 
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/load/estimate"
-	"github.com/slotgate/slotgate/load/inflight"
 )
 
 // RankHeader pins a request to one data-parallel rank of the engine, as
 // vLLM's X-data-parallel-rank does; slotgate counts the request's load on
-// that rank and forwards the header unchanged.
+// that rank and forwards the header unchanged. With limits per rank, a
+// request that names no rank is given the rank slotgate chose in it.
 const RankHeader = "X-Data-Parallel-Rank"
 
-// rank reads RankHeader; inflight.Unpinned when absent or not a rank.
-func rank(h http.Header) int {
+// rankOf reads RankHeader: the rank, and whether one is named. A value
+// that is not a rank (not a whole number of at least 0) names none.
+func rankOf(h http.Header) (int, bool) {
 	v := h.Get(RankHeader)
 	if v == "" {
-		return inflight.Unpinned
+		return gate.Unpinned, false
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < 0 {
-		return inflight.Unpinned
+		return gate.Unpinned, false
 	}
-	return n
+	return n, true
 }
 
 // countPrompt estimates the prompt of a request whose tokens are counted:

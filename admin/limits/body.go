@@ -1,0 +1,195 @@
+package limits
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/slotgate/slotgate/limiter"
+)
+
+// The API's keys: Dynamo's names of N, W and Q.
+const (
+	fieldSlots   = "engine_request_limit"
+	fieldWaiting = "engine_request_waiting_limit"
+	fieldQueue   = "request_queue_limit"
+)
+
+// MaxLimit is the largest value a POST may give a limit. The limiter
+// stores an unset limit as math.MaxInt, so that value would read back as
+// unset.
+const MaxLimit = math.MaxInt - 1
+
+// stayLimitedMsg refuses a change that would leave neither engine limit
+// set: that is a gate off, which only a restart can make.
+const stayLimitedMsg = "at least one engine limit must stay set: " +
+	fieldSlots + " and " + fieldWaiting + " cannot both be null"
+
+// value is one limit of a POST body.
+type value struct {
+	given bool // the key is in the body
+	n     int  // the new limit; 0 unsets N or W (null)
+}
+
+// patch is a parsed POST body: the limits it changes.
+type patch struct {
+	slots, waiting, queue value
+}
+
+func (p patch) empty() bool { return !p.slots.given && !p.waiting.given && !p.queue.given }
+
+// apply returns l with the limits p gives.
+func (p patch) apply(l limiter.Limits) limiter.Limits {
+	if p.slots.given {
+		l.Slots = p.slots.n
+	}
+	if p.waiting.given {
+		l.WaitingLimit = p.waiting.n
+	}
+	if p.queue.given {
+		l.QueueLen = p.queue.n
+	}
+	return l
+}
+
+// requestError is a body the handler refuses, with its HTTP status.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// unprocessable is a body that is not the expected JSON: 422, as Dynamo
+// answers when its JSON extractor cannot deserialize the body.
+func unprocessable(format string, args ...any) *requestError {
+	return &requestError{status: http.StatusUnprocessableEntity, msg: fmt.Sprintf(format, args...)}
+}
+
+// parseRequest parses a POST body: one JSON object whose keys are the
+// three limits, each optional. Keys are matched exactly, unlike
+// encoding/json's struct decoding, which also takes "ENGINE_REQUEST_LIMIT".
+//
+// A body that is not such an object, a key that is none of these or a
+// value that is not a number (nor null, for N and W) is a 422. A number
+// outside its field's range, a null Q, or N and W both null is a 400 that
+// lists every such problem.
+func parseRequest(body []byte) (patch, *requestError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return patch{}, unprocessable("invalid JSON body: %s", jsonProblem(err))
+	}
+	if fields == nil {
+		return patch{}, unprocessable("invalid JSON body: want an object, got null")
+	}
+	if unknown := unknownKeys(fields); len(unknown) > 0 {
+		noun := "field"
+		if len(unknown) > 1 {
+			noun = "fields"
+		}
+		return patch{}, unprocessable("unknown %s %s", noun, strings.Join(unknown, ", "))
+	}
+	var p problems
+	req := patch{
+		slots:   p.limit(fields, fieldSlots, 1, true),
+		waiting: p.limit(fields, fieldWaiting, 1, true),
+		queue:   p.limit(fields, fieldQueue, 0, false),
+	}
+	if req.slots.given && req.slots.n == 0 && req.waiting.given && req.waiting.n == 0 {
+		p.rng = append(p.rng, stayLimitedMsg)
+	}
+	if len(p.kind) > 0 {
+		return patch{}, unprocessable("%s", strings.Join(p.kind, "; "))
+	}
+	if len(p.rng) > 0 {
+		return patch{}, &requestError{status: http.StatusBadRequest, msg: strings.Join(p.rng, "; ")}
+	}
+	return req, nil
+}
+
+// jsonProblem describes err without the Go type names encoding/json puts
+// in some messages.
+func jsonProblem(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return "want an object, got " + typeErr.Value
+	}
+	return err.Error()
+}
+
+// unknownKeys returns the keys that are not fields of the API, sorted and
+// quoted, so that the message is the same whatever the map order.
+func unknownKeys(fields map[string]json.RawMessage) []string {
+	var unknown []string
+	for k := range fields {
+		switch k {
+		case fieldSlots, fieldWaiting, fieldQueue:
+		default:
+			unknown = append(unknown, strconv.Quote(k))
+		}
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
+// problems collects what is wrong with the fields, so that one answer
+// names them all.
+type problems struct {
+	kind []string // a value that is not a number: the body is a 422
+	rng  []string // a number out of its field's range, or a null Q: a 400
+}
+
+// limit parses one field: an integer from least to MaxLimit, or, when
+// nullable, null for unset. Only a plain integer fits, as in Dynamo's
+// usize fields: 1.0 and 1e3 do not.
+func (p *problems) limit(fields map[string]json.RawMessage, name string, least int, nullable bool) value {
+	raw, ok := fields[name]
+	if !ok {
+		return value{}
+	}
+	// The raw values come from a body that parsed, so they are trimmed
+	// and valid JSON.
+	if string(raw) == "null" {
+		if nullable {
+			return value{given: true}
+		}
+		p.rng = append(p.rng, fmt.Sprintf("%s cannot be unset: must be an integer between %d and %d, got null",
+			name, least, MaxLimit))
+		return value{}
+	}
+	want := "an integer"
+	if nullable {
+		want = "an integer or null"
+	}
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		p.kind = append(p.kind, fmt.Sprintf("%s must be %s, got %s", name, want, clip(raw)))
+		return value{}
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n < least || n > MaxLimit {
+		p.rng = append(p.rng, fmt.Sprintf("%s must be an integer between %d and %d, got %s",
+			name, least, MaxLimit, clip(raw)))
+		return value{}
+	}
+	return value{given: true, n: n}
+}
+
+// clip shortens a raw value for a message: a body may hold a number of
+// thousands of digits.
+func clip(raw json.RawMessage) string {
+	const maxLen = 40
+	if len(raw) <= maxLen {
+		return string(raw)
+	}
+	cut := maxLen
+	for cut > 0 && !utf8.RuneStart(raw[cut]) {
+		cut-- // do not split a character
+	}
+	return string(raw[:cut]) + "..."
+}
