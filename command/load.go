@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/slotgate/slotgate/config"
-	"github.com/slotgate/slotgate/internal/logging"
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/internal/logging"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/load/loadgrpc"
@@ -114,11 +114,33 @@ func (lp *loadParts) orcaHeader(h http.Header) {
 	h[orcaKey] = []string{*lp.orca.Load()}
 }
 
-// requestsOf reads slotgate's admission state for the snapshot.
+// requestsOf reads slotgate's admission state for the snapshot. With
+// limits per rank it reads each rank's limiter once and adds them up, so
+// the totals are the sums of the ranks published beside them.
 func requestsOf(lims *gate.Limiters) func() report.Requests {
 	return func() report.Requests {
-		s := lims.Stats()
-		return report.Requests{InFlight: s.Holding, Queued: s.Waiting, Limit: s.Slots, QueueLimit: s.QueueLen}
+		ranks := lims.RankStats()
+		if ranks == nil {
+			s := lims.Stats()
+			return report.Requests{
+				InFlight: s.Holding, Queued: s.Waiting, Prefilling: s.Prefilling,
+				Limit: s.Slots, QueueLimit: s.QueueLen, WaitingLimit: s.WaitingLimit,
+			}
+		}
+		out := report.Requests{Ranks: make([]report.RankRequests, len(ranks))}
+		for i, s := range ranks {
+			out.Ranks[i] = report.RankRequests{
+				DPRank: i, InFlight: s.Holding, Queued: s.Waiting, Prefilling: s.Prefilling,
+				Limit: s.Slots, QueueLimit: s.QueueLen, WaitingLimit: s.WaitingLimit,
+			}
+			out.InFlight += s.Holding
+			out.Queued += s.Waiting
+			out.Prefilling += s.Prefilling
+			out.Limit += s.Slots
+			out.QueueLimit += s.QueueLen
+			out.WaitingLimit += s.WaitingLimit
+		}
+		return out
 	}
 }
 

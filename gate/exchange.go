@@ -96,11 +96,13 @@ func (ex *Exchange) Responding() {
 // an answer that brings none. Its waiting place is released, which may
 // admit the next waiter. It may be called more than once.
 func (ex *Exchange) Prefilled() {
-	if ex.flight != nil {
-		ex.flight.Prefilled()
-	}
+	// The permit first: the flight's change tells the load hub, which
+	// then reads the limiter's count of requests in prefill.
 	if ex.permit != nil {
 		ex.permit.FirstToken()
+	}
+	if ex.flight != nil {
+		ex.flight.Prefilled()
 	}
 }
 

@@ -29,12 +29,7 @@ func ToProto(s *report.Snapshot) *loadv1.Load {
 			FailedScrapes: int64(s.Engine.FailedScrapes),
 			Error:         validUTF8(s.Engine.Error),
 		},
-		Requests: &loadv1.Requests{
-			InFlight:   int64(s.Requests.InFlight),
-			Queued:     int64(s.Requests.Queued),
-			Limit:      int64(s.Requests.Limit),
-			QueueLimit: int64(s.Requests.QueueLimit),
-		},
+		Requests: requestsToProto(&s.Requests),
 		// Copies: the message must not alias the published Snapshot, which
 		// an Unmarshal into it would write through.
 		Thresholds: &loadv1.Thresholds{
@@ -46,6 +41,33 @@ func ToProto(s *report.Snapshot) *loadv1.Load {
 	}
 	for i := range s.Ranks {
 		out.Ranks[i] = rankToProto(&s.Ranks[i])
+	}
+	return out
+}
+
+func requestsToProto(r *report.Requests) *loadv1.Requests {
+	out := &loadv1.Requests{
+		InFlight:     int64(r.InFlight),
+		Queued:       int64(r.Queued),
+		Limit:        int64(r.Limit),
+		QueueLimit:   int64(r.QueueLimit),
+		WaitingLimit: int64(r.WaitingLimit),
+		Prefilling:   int64(r.Prefilling),
+	}
+	if len(r.Ranks) > 0 {
+		out.Ranks = make([]*loadv1.RankRequests, len(r.Ranks))
+		for i := range r.Ranks {
+			rr := &r.Ranks[i]
+			out.Ranks[i] = &loadv1.RankRequests{
+				DpRank:       int64(rr.DPRank),
+				InFlight:     int64(rr.InFlight),
+				Queued:       int64(rr.Queued),
+				Limit:        int64(rr.Limit),
+				QueueLimit:   int64(rr.QueueLimit),
+				WaitingLimit: int64(rr.WaitingLimit),
+				Prefilling:   int64(rr.Prefilling),
+			}
+		}
 	}
 	return out
 }
@@ -87,7 +109,7 @@ func countToProto(f report.Field) *loadv1.Count {
 // source is unspecified, or unknown to this version, is taken as coming
 // from the engine, as report's JSON reader does. Times are in UTC.
 func FromProto(l *loadv1.Load) report.Snapshot {
-	e, r := l.GetEngine(), l.GetRequests()
+	e := l.GetEngine()
 	s := report.Snapshot{
 		Seq:   l.GetSeq(),
 		At:    timeFromProto(l.GetAt()),
@@ -99,13 +121,8 @@ func FromProto(l *loadv1.Load) report.Snapshot {
 			FailedScrapes: int(e.GetFailedScrapes()),
 			Error:         e.GetError(),
 		},
-		Requests: report.Requests{
-			InFlight:   int(r.GetInFlight()),
-			Queued:     int(r.GetQueued()),
-			Limit:      int(r.GetLimit()),
-			QueueLimit: int(r.GetQueueLimit()),
-		},
-		Ranks: make([]report.Rank, len(l.GetRanks())),
+		Requests: requestsFromProto(l.GetRequests()),
+		Ranks:    make([]report.Rank, len(l.GetRanks())),
 	}
 	if t := l.GetThresholds(); t != nil {
 		// Copies, so that the Snapshot shares nothing with l.
@@ -119,6 +136,34 @@ func FromProto(l *loadv1.Load) report.Snapshot {
 		s.Ranks[i] = rankFromProto(rk)
 	}
 	return s
+}
+
+// requestsFromProto reads r; Ranks is nil when r has none, as when the
+// limits are for the whole engine.
+func requestsFromProto(r *loadv1.Requests) report.Requests {
+	out := report.Requests{
+		InFlight:     int(r.GetInFlight()),
+		Queued:       int(r.GetQueued()),
+		Limit:        int(r.GetLimit()),
+		QueueLimit:   int(r.GetQueueLimit()),
+		WaitingLimit: int(r.GetWaitingLimit()),
+		Prefilling:   int(r.GetPrefilling()),
+	}
+	if rs := r.GetRanks(); len(rs) > 0 {
+		out.Ranks = make([]report.RankRequests, len(rs))
+		for i, rr := range rs {
+			out.Ranks[i] = report.RankRequests{
+				DPRank:       int(rr.GetDpRank()),
+				InFlight:     int(rr.GetInFlight()),
+				Queued:       int(rr.GetQueued()),
+				Limit:        int(rr.GetLimit()),
+				QueueLimit:   int(rr.GetQueueLimit()),
+				WaitingLimit: int(rr.GetWaitingLimit()),
+				Prefilling:   int(rr.GetPrefilling()),
+			}
+		}
+	}
+	return out
 }
 
 func rankFromProto(r *loadv1.Rank) report.Rank {

@@ -30,7 +30,10 @@ func randSnapshot(r *rand.Rand) report.Snapshot {
 			FailedScrapes: randInt(r),
 			Error:         pick(r, "", randString(r)),
 		},
-		Requests: report.Requests{InFlight: randInt(r), Queued: randInt(r), Limit: randInt(r), QueueLimit: randInt(r)},
+		Requests: report.Requests{
+			InFlight: randInt(r), Queued: randInt(r), Limit: randInt(r), QueueLimit: randInt(r),
+			WaitingLimit: randInt(r), Prefilling: randInt(r),
+		},
 		Thresholds: report.Thresholds{
 			ActiveDecodeBlocks:      pick(r, nil, ptr(0.0), ptr(1.0), ptr(r.Float64()), ptr(math.Inf(1))),
 			ActivePrefillTokens:     pick(r, nil, ptr[uint64](0), ptr[uint64](math.MaxUint64), ptr(r.Uint64())),
@@ -40,6 +43,15 @@ func randSnapshot(r *rand.Rand) report.Snapshot {
 	}
 	if r.IntN(4) > 0 {
 		s.Engine.ScrapedAt = randTime(r)
+	}
+	if n := r.IntN(5); n > 0 { // with limits per rank; nil without, as report makes it
+		s.Requests.Ranks = make([]report.RankRequests, n)
+		for i := range s.Requests.Ranks {
+			s.Requests.Ranks[i] = report.RankRequests{
+				DPRank: pick(r, i, randInt(r)), InFlight: randInt(r), Queued: randInt(r), Limit: randInt(r),
+				QueueLimit: randInt(r), WaitingLimit: randInt(r), Prefilling: randInt(r),
+			}
+		}
 	}
 	for i := range s.Ranks {
 		s.Ranks[i] = report.Rank{
@@ -231,11 +243,20 @@ func TestToProtoMatchesJSON(t *testing.T) {
 			case "engine", "requests", "thresholds":
 				sub := l.ProtoReflect().Get(l.ProtoReflect().Descriptor().Fields().ByName(protoreflect.Name(k))).Message()
 				for k2, v2 := range v.(map[string]any) {
+					if k == "requests" && k2 == "ranks" {
+						checkRankRequests(t, seed, l.GetRequests().GetRanks(), v2.([]any))
+						continue
+					}
 					name := k2
 					if k == "thresholds" {
 						name = strings.Replace(k2, "_threshold", "", 1)
 					}
 					check(k+"."+k2, sub, name, v2)
+				}
+				if k == "requests" {
+					if _, ok := v.(map[string]any)["ranks"]; !ok && len(l.GetRequests().GetRanks()) != 0 {
+						t.Errorf("seed %d: proto has %d requests.ranks, JSON none", seed, len(l.GetRequests().GetRanks()))
+					}
 				}
 			case "ranks":
 				for i, rv := range v.([]any) {
@@ -254,6 +275,31 @@ func TestToProtoMatchesJSON(t *testing.T) {
 				}
 			default:
 				check(k, l.ProtoReflect(), k, v)
+			}
+		}
+	}
+}
+
+// checkRankRequests checks each rank's admission state in the gRPC form
+// against the JSON form's, field by field, by name.
+func checkRankRequests(t *testing.T, seed uint64, got []*loadv1.RankRequests, want []any) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("seed %d: proto has %d requests.ranks, JSON %d", seed, len(got), len(want))
+	}
+	for i, rv := range want {
+		m := got[i].ProtoReflect()
+		rj := rv.(map[string]any)
+		if n := m.Descriptor().Fields().Len(); len(rj) != n {
+			t.Errorf("seed %d: requests.ranks[%d] has %d JSON fields, the proto %d", seed, i, len(rj), n)
+		}
+		for k, v := range rj {
+			fd := m.Descriptor().Fields().ByName(protoreflect.Name(k))
+			if fd == nil {
+				t.Fatalf("seed %d: requests.ranks.%s: no proto field in %s", seed, k, m.Descriptor().FullName())
+			}
+			if got := protoValue(m, fd); got != jsonValue(v) {
+				t.Errorf("seed %d: requests.ranks[%d].%s: proto %q, JSON %q", seed, i, k, got, jsonValue(v))
 			}
 		}
 	}
@@ -329,8 +375,52 @@ func TestNil(t *testing.T) {
 		t.Errorf("ToProto(nil) = %v, want nil", l)
 	}
 	got := loadgrpc.FromProto(nil)
-	if want := (report.Snapshot{}); !sameSnapshot(&got, &want) || len(got.Ranks) != 0 {
+	if want := (report.Snapshot{}); !sameSnapshot(&got, &want) || len(got.Ranks) != 0 || got.Requests.Ranks != nil {
 		t.Errorf("FromProto(nil) = %+v, want the zero Snapshot", got)
+	}
+}
+
+// TestRequestsRanksOnlyPerRank: with limits for the whole engine there
+// are no rank entries on the wire, and none read back (nil, as report
+// makes it); with limits per rank each rank's comes back whole.
+func TestRequestsRanksOnlyPerRank(t *testing.T) {
+	engine := report.Snapshot{Requests: report.Requests{InFlight: 3, Limit: 8, WaitingLimit: 2, Prefilling: 2}}
+	l := loadgrpc.ToProto(&engine)
+	if n := len(l.GetRequests().GetRanks()); n != 0 {
+		t.Errorf("engine-wide limits: %d requests.ranks on the wire, want none", n)
+	}
+	if got := wire(t, &engine); got.Requests.Ranks != nil || !sameRequests(&got.Requests, &engine.Requests) {
+		t.Errorf("engine-wide limits read back as %+v, want %+v", got.Requests, engine.Requests)
+	}
+
+	perRank := report.Snapshot{Requests: report.Requests{
+		InFlight: 3, Queued: 1, Limit: 8, QueueLimit: 4, WaitingLimit: 4, Prefilling: 3,
+		Ranks: []report.RankRequests{
+			{DPRank: 0, InFlight: 2, Queued: 1, Limit: 4, QueueLimit: 2, WaitingLimit: 2, Prefilling: 2},
+			{DPRank: 1, InFlight: 1, Queued: 0, Limit: 4, QueueLimit: 2, WaitingLimit: 2, Prefilling: 1},
+		},
+	}}
+	l = loadgrpc.ToProto(&perRank)
+	want := &loadv1.RankRequests{DpRank: 0, InFlight: 2, Queued: 1, Limit: 4, QueueLimit: 2, WaitingLimit: 2, Prefilling: 2}
+	if rs := l.GetRequests().GetRanks(); len(rs) != 2 || !proto.Equal(rs[0], want) || rs[1].GetDpRank() != 1 ||
+		rs[1].GetPrefilling() != 1 {
+		t.Errorf("per-rank limits: requests.ranks = %v, want rank 0 %v, then rank 1", rs, want)
+	}
+	if got := wire(t, &perRank); !sameRequests(&got.Requests, &perRank.Requests) {
+		t.Errorf("per-rank limits read back as %+v, want %+v", got.Requests, perRank.Requests)
+	}
+	// A newer sidecar's ranks read by this version, through the wire: the
+	// fields it knows.
+	b, err := proto.Marshal(&loadv1.Load{Requests: &loadv1.Requests{Ranks: []*loadv1.RankRequests{{DpRank: 5, Prefilling: 7}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back loadv1.Load
+	if err := proto.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadgrpc.FromProto(&back).Requests.Ranks; len(got) != 1 || got[0] != (report.RankRequests{DPRank: 5, Prefilling: 7}) {
+		t.Errorf("FromProto read ranks %+v, want rank 5 with 7 in prefill", got)
 	}
 }
 
@@ -364,5 +454,17 @@ func TestNoAliasing(t *testing.T) {
 	*back.Thresholds.ActiveDecodeBlocks, *back.Thresholds.ActivePrefillTokens, *back.Thresholds.ActivePrefillTokensFrac = 1, 1, 1
 	if l.GetThresholds().GetActiveDecodeBlocks() != 9 || l.GetThresholds().GetActivePrefillTokens() != 9 || l.GetThresholds().GetActivePrefillTokensFrac() != 9 {
 		t.Errorf("changing FromProto's Snapshot changed the message's thresholds: %v", l.GetThresholds())
+	}
+	// The admission state of each rank, too.
+	ranked := report.Snapshot{Requests: report.Requests{Ranks: []report.RankRequests{{DPRank: 0, Prefilling: 1}}}}
+	lr := loadgrpc.ToProto(&ranked)
+	lr.Requests.Ranks[0].Prefilling = 9
+	if ranked.Requests.Ranks[0].Prefilling != 1 {
+		t.Errorf("changing ToProto's message changed the Snapshot's requests ranks: %+v", ranked.Requests.Ranks)
+	}
+	backRanked := loadgrpc.FromProto(lr)
+	backRanked.Requests.Ranks[0].Prefilling = 2
+	if lr.GetRequests().GetRanks()[0].GetPrefilling() != 9 {
+		t.Errorf("changing FromProto's Snapshot changed the message's requests ranks: %v", lr.GetRequests())
 	}
 }

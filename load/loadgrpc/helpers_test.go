@@ -120,7 +120,9 @@ func (f *fixture) compute() report.Snapshot {
 func (f *fixture) set(change func(*report.Snapshot)) {
 	f.mu.Lock()
 	s := f.load
-	s.Ranks = append([]report.Rank(nil), s.Ranks...) // published snapshots share the old slice
+	// Published snapshots share the old slices.
+	s.Ranks = append([]report.Rank(nil), s.Ranks...)
+	s.Requests.Ranks = append([]report.RankRequests(nil), s.Requests.Ranks...)
 	change(&s)
 	f.load = s
 	f.mu.Unlock()
@@ -197,11 +199,19 @@ func sameSnapshot(got, want *report.Snapshot) bool {
 	ge, we := got.Engine, want.Engine
 	return got.SameLoad(want) && got.Seq == want.Seq && got.At.Equal(want.At) &&
 		ge.Dialect == we.Dialect && ge.ScrapedAt.Equal(we.ScrapedAt) && ge.FailedScrapes == we.FailedScrapes &&
-		ge.Error == we.Error && got.Busy == want.Busy && got.Stale == want.Stale && got.Requests == want.Requests &&
+		ge.Error == we.Error && got.Busy == want.Busy && got.Stale == want.Stale && sameRequests(&got.Requests, &want.Requests) &&
 		eqPtr(got.Thresholds.ActiveDecodeBlocks, want.Thresholds.ActiveDecodeBlocks) &&
 		eqPtr(got.Thresholds.ActivePrefillTokens, want.Thresholds.ActivePrefillTokens) &&
 		eqPtr(got.Thresholds.ActivePrefillTokensFrac, want.Thresholds.ActivePrefillTokensFrac) &&
 		slices.Equal(got.Ranks, want.Ranks)
+}
+
+// sameRequests compares every admission count, rank by rank; nil and
+// empty Ranks are the same.
+func sameRequests(got, want *report.Requests) bool {
+	return got.InFlight == want.InFlight && got.Queued == want.Queued && got.Limit == want.Limit &&
+		got.QueueLimit == want.QueueLimit && got.WaitingLimit == want.WaitingLimit &&
+		got.Prefilling == want.Prefilling && slices.Equal(got.Ranks, want.Ranks)
 }
 
 func eqPtr[T comparable](a, b *T) bool {
@@ -218,7 +228,7 @@ func oneRank() report.Snapshot {
 	eng := func(n int64) report.Field { return report.Field{N: n, Source: report.SourceEngine} }
 	return report.Snapshot{
 		Engine:     report.Engine{Dialect: "vllm", ScrapedAt: time.Now().Round(0).UTC()},
-		Requests:   report.Requests{InFlight: 2, Limit: 8, QueueLimit: 4},
+		Requests:   report.Requests{InFlight: 2, Limit: 8, QueueLimit: 4, WaitingLimit: 3, Prefilling: 1},
 		Thresholds: report.Thresholds{ActiveDecodeBlocks: ptr(0.85)},
 		Ranks: []report.Rank{{
 			KVTotalBlocks:      eng(4096),

@@ -89,6 +89,41 @@ func TestWatchLoadChanges(t *testing.T) {
 	}
 }
 
+// TestWatchLoadPrefilling: W and the requests in prefill reach a watcher,
+// engine-wide and per rank, and a change in prefill alone is news (the
+// signal frontends route on).
+func TestWatchLoadPrefilling(t *testing.T) {
+	load := oneRank()
+	load.Requests = report.Requests{InFlight: 3, Limit: 8, QueueLimit: 4, WaitingLimit: 4, Prefilling: 2,
+		Ranks: []report.RankRequests{
+			{DPRank: 0, InFlight: 2, Limit: 4, QueueLimit: 2, WaitingLimit: 2, Prefilling: 2},
+			{DPRank: 1, InFlight: 1, Limit: 4, QueueLimit: 2, WaitingLimit: 2, Prefilling: 0},
+		}}
+	f := newFixture(t, fixtureOptions{load: load, heartbeat: never})
+	w, err := f.client.WatchLoad(testContext(t), &loadv1.WatchLoadRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := w.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := l.GetRequests(); r.GetWaitingLimit() != 4 || r.GetPrefilling() != 2 || len(r.GetRanks()) != 2 ||
+		r.GetRanks()[0].GetPrefilling() != 2 || r.GetRanks()[1].GetWaitingLimit() != 2 {
+		t.Fatalf("first load's requests = %v, want W 4, 2 in prefill, rank 0 with 2 of W 2", r)
+	}
+	// Rank 0's first request gets its first token and rank 1's starts
+	// prefill: nothing but who is in prefill changes.
+	f.set(func(s *report.Snapshot) {
+		s.Requests.Ranks[0].Prefilling, s.Requests.Ranks[1].Prefilling = 1, 1
+	})
+	got := recv(t, w)
+	if want := f.compute(); got.Seq != l.GetSeq()+1 || !sameRequests(&got.Requests, &want.Requests) {
+		t.Fatalf("after the prefill change: Seq %d, requests %+v; want Seq %d, %+v", got.Seq, got.Requests,
+			l.GetSeq()+1, want.Requests)
+	}
+}
+
 func TestWatchLoadHeartbeat(t *testing.T) {
 	f := newFixture(t, fixtureOptions{load: oneRank(), heartbeat: 50 * time.Millisecond})
 	w, err := f.client.WatchLoad(testContext(t), &loadv1.WatchLoadRequest{})

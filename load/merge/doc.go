@@ -1,7 +1,7 @@
 // Package merge computes the sidecar's load snapshot (report.Snapshot)
 // from its sources: the engine's scraped values and the static overrides
 // (load/scrape), slotgate's own count of its flights (load/inflight), the
-// limiter's state, and the busy verdict (load/busy).
+// limiters' state, and the busy verdict (load/busy).
 //
 // The engine's ranks and slotgate's view arrive in the one shape the load
 // packages share (load.Rank); merge combines them into one load.Rank per

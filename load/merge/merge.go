@@ -18,7 +18,9 @@ type Sources struct {
 	Engine func() scrape.EngineLoad
 	// Flights is slotgate's view of its requests in flight. Required.
 	Flights *inflight.Tracker
-	// Requests returns the limiter's state. Required.
+	// Requests returns the limiters' state: the engine's totals, and each
+	// rank's when each rank has limits of its own. Required. The snapshot
+	// keeps a copy of its Ranks.
 	Requests func() report.Requests
 	// Thresholds returns the busy thresholds in force. Required.
 	Thresholds func() busy.Thresholds
@@ -30,12 +32,16 @@ type Sources struct {
 func (s Sources) Compute() report.Snapshot {
 	eng := s.Engine()
 	th := s.Thresholds()
+	reqs := s.Requests()
+	// A copy: a published snapshot is shared, and must not change when the
+	// caller reuses its slice.
+	reqs.Ranks = slices.Clone(reqs.Ranks)
 	snap := report.Snapshot{
 		Stale: eng.Stale,
 		Engine: report.Engine{
 			Dialect: string(eng.Dialect), ScrapedAt: eng.At, FailedScrapes: eng.FailedScrapes, Error: eng.Err,
 		},
-		Requests:   s.Requests(),
+		Requests:   reqs,
 		Thresholds: report.Thresholds(th),
 	}
 	ranks := mergeRanks(eng, s.Flights)

@@ -1,6 +1,7 @@
 package merge_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -114,5 +115,33 @@ func TestMergeBusy(t *testing.T) {
 	el.Ranks[1].KVUsedBlocks = eng(10)
 	if s := sources(el, inflight.New(nil), th).Compute(); s.Busy || !s.Ranks[0].Busy || s.Ranks[1].Busy {
 		t.Errorf("one rank free: busy %v, ranks %v %v; want not busy, rank 0 busy", s.Busy, s.Ranks[0].Busy, s.Ranks[1].Busy)
+	}
+}
+
+// TestMergeRequests: the limiters' state is published as it is read, W,
+// the requests in prefill and each rank's included, and the snapshot
+// keeps a copy of the ranks.
+func TestMergeRequests(t *testing.T) {
+	ranks := []report.RankRequests{
+		{DPRank: 0, InFlight: 2, Queued: 1, Limit: 2, QueueLimit: 8, WaitingLimit: 1, Prefilling: 1},
+		{DPRank: 1, InFlight: 1, Limit: 2, QueueLimit: 8, WaitingLimit: 1, Prefilling: 1},
+	}
+	want := report.Requests{InFlight: 3, Queued: 1, Limit: 4, QueueLimit: 16, WaitingLimit: 2, Prefilling: 2, Ranks: ranks}
+	src := sources(scrape.EngineLoad{}, inflight.New(nil), busy.Thresholds{})
+	src.Requests = func() report.Requests { return want }
+	s := src.Compute()
+	got := s.Requests
+	if got.InFlight != 3 || got.Queued != 1 || got.Limit != 4 || got.QueueLimit != 16 || got.WaitingLimit != 2 ||
+		got.Prefilling != 2 || !slices.Equal(got.Ranks, ranks) {
+		t.Fatalf("requests = %+v\nwant       %+v", got, want)
+	}
+	ranks[0].Prefilling = 0 // the limiters' reader reuses its slice
+	if s.Requests.Ranks[0].Prefilling != 1 {
+		t.Error("the snapshot's ranks changed with the slice Requests returned")
+	}
+
+	src.Requests = func() report.Requests { return report.Requests{InFlight: 1, Limit: 8} }
+	if got := src.Compute().Requests; got.Ranks != nil || got.InFlight != 1 || got.Limit != 8 {
+		t.Errorf("engine-wide limits: requests = %+v, want no ranks", got)
 	}
 }

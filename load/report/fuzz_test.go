@@ -18,6 +18,8 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"seq":1,"ranks":[{"dp_rank":0,"kv_total_blocks":5,"sources":{"kv_total_blocks":"martian"}}]}`))
 	f.Add([]byte(`{"ranks":[{}],"thresholds":{"active_prefill_tokens_threshold":18446744073709551615}}`))
+	f.Add([]byte(`{"requests":{"prefilling":2,"ranks":[{"dp_rank":1,"waiting_limit":3},{}]},"ranks":[]}`))
+	f.Add([]byte(`{"requests":{"ranks":[]}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s report.Snapshot

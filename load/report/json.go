@@ -9,11 +9,13 @@ import (
 // The JSON form of a Snapshot, served by GET /v1/load and streamed as
 // Server-Sent Events. Counts are plain numbers, null when unknown, and
 // each rank's "sources" names where every known count came from, so a
-// consumer that only wants numbers reads them directly.
+// consumer that only wants numbers reads them directly. "requests" has
+// "ranks", each rank's admission state, only with limits per rank.
 //
 //	{"seq":7,"at":"2026-12-02T21:00:00.123Z","busy":false,"stale":false,
 //	 "engine":{"dialect":"vllm","scraped_at":"…","failed_scrapes":0},
-//	 "requests":{"in_flight":3,"queued":0,"limit":8,"queue_limit":16},
+//	 "requests":{"in_flight":3,"queued":0,"limit":8,"queue_limit":16,"waiting_limit":4,"prefilling":1,
+//	   "ranks":[{"dp_rank":0,"in_flight":2,"queued":0,"limit":4,"queue_limit":8,"waiting_limit":2,"prefilling":1},…]},
 //	 "thresholds":{"active_decode_blocks_threshold":0.85,
 //	   "active_prefill_tokens_threshold":null,"active_prefill_tokens_threshold_frac":null},
 //	 "ranks":[{"dp_rank":0,"busy":false,"kv_total_blocks":4096,"kv_used_blocks":512,…,
@@ -36,10 +38,22 @@ type (
 		Error         string     `json:"error,omitempty"`
 	}
 	requestsJSON struct {
-		InFlight   int `json:"in_flight"`
-		Queued     int `json:"queued"`
-		Limit      int `json:"limit"`
-		QueueLimit int `json:"queue_limit"`
+		InFlight     int                `json:"in_flight"`
+		Queued       int                `json:"queued"`
+		Limit        int                `json:"limit"`
+		QueueLimit   int                `json:"queue_limit"`
+		WaitingLimit int                `json:"waiting_limit"`
+		Prefilling   int                `json:"prefilling"`
+		Ranks        []rankRequestsJSON `json:"ranks,omitempty"`
+	}
+	rankRequestsJSON struct {
+		DPRank       int `json:"dp_rank"`
+		InFlight     int `json:"in_flight"`
+		Queued       int `json:"queued"`
+		Limit        int `json:"limit"`
+		QueueLimit   int `json:"queue_limit"`
+		WaitingLimit int `json:"waiting_limit"`
+		Prefilling   int `json:"prefilling"`
 	}
 	thresholdsJSON struct {
 		ActiveDecodeBlocks      *float64 `json:"active_decode_blocks_threshold"`
@@ -68,7 +82,7 @@ func (s *Snapshot) MarshalJSON() ([]byte, error) {
 		Engine: engineJSON{
 			Dialect: s.Engine.Dialect, FailedScrapes: s.Engine.FailedScrapes, Error: s.Engine.Error,
 		},
-		Requests:   requestsJSON(s.Requests),
+		Requests:   requestsToJSON(&s.Requests),
 		Thresholds: thresholdsJSON(s.Thresholds),
 		Ranks:      make([]rankJSON, len(s.Ranks)),
 	}
@@ -80,6 +94,22 @@ func (s *Snapshot) MarshalJSON() ([]byte, error) {
 		out.Ranks[i] = rankToJSON(&s.Ranks[i])
 	}
 	return json.Marshal(out)
+}
+
+// requestsToJSON copies r; its Ranks is nil when r has none, so that
+// "ranks" is left out.
+func requestsToJSON(r *Requests) requestsJSON {
+	out := requestsJSON{
+		InFlight: r.InFlight, Queued: r.Queued, Limit: r.Limit, QueueLimit: r.QueueLimit,
+		WaitingLimit: r.WaitingLimit, Prefilling: r.Prefilling,
+	}
+	if len(r.Ranks) > 0 {
+		out.Ranks = make([]rankRequestsJSON, len(r.Ranks))
+		for i, rr := range r.Ranks {
+			out.Ranks[i] = rankRequestsJSON(rr)
+		}
+	}
+	return out
 }
 
 func rankToJSON(r *Rank) rankJSON {
@@ -114,7 +144,7 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	*s = Snapshot{
 		Seq: in.Seq, At: in.At, Busy: in.Busy, Stale: in.Stale,
 		Engine:     Engine{Dialect: in.Engine.Dialect, FailedScrapes: in.Engine.FailedScrapes, Error: in.Engine.Error},
-		Requests:   Requests(in.Requests),
+		Requests:   requestsFromJSON(&in.Requests),
 		Thresholds: Thresholds(in.Thresholds),
 		Ranks:      make([]Rank, len(in.Ranks)),
 	}
@@ -125,6 +155,21 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 		s.Ranks[i] = rankFromJSON(&in.Ranks[i])
 	}
 	return nil
+}
+
+// requestsFromJSON copies in; Ranks is nil when there are none.
+func requestsFromJSON(in *requestsJSON) Requests {
+	r := Requests{
+		InFlight: in.InFlight, Queued: in.Queued, Limit: in.Limit, QueueLimit: in.QueueLimit,
+		WaitingLimit: in.WaitingLimit, Prefilling: in.Prefilling,
+	}
+	if len(in.Ranks) > 0 {
+		r.Ranks = make([]RankRequests, len(in.Ranks))
+		for i, rr := range in.Ranks {
+			r.Ranks[i] = RankRequests(rr)
+		}
+	}
+	return r
 }
 
 func rankFromJSON(in *rankJSON) Rank {

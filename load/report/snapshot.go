@@ -68,14 +68,55 @@ type Engine struct {
 	Error string
 }
 
-// Requests is slotgate's admission state, from the limiter.
+// Requests is slotgate's admission state, from its limiters. With limits
+// per data-parallel rank (--per-rank-limits) each rank has a limiter of
+// its own: the counts and limits here are then the sums over the ranks,
+// and Ranks has each rank's.
 type Requests struct {
-	// InFlight is the requests holding an engine slot; Queued, those
-	// waiting in slotgate's queue.
+	// InFlight is the requests holding an engine slot: admitted and not
+	// yet finished. Queued is those waiting in slotgate's queue.
 	InFlight, Queued int
 	// Limit is N, the engine slots, and QueueLimit is Q; both 0 when
 	// slotgate runs without a cap.
 	Limit, QueueLimit int
+	// WaitingLimit is W, Dynamo's engine request waiting limit: at most W
+	// requests in flight may be in prefill at once. 0 when it is not set.
+	WaitingLimit int
+	// Prefilling is the requests in flight that have not had their first
+	// generated token yet, those in prefill: at most InFlight, and at most
+	// WaitingLimit but just after W was lowered (which takes no place
+	// back).
+	Prefilling int
+	// Ranks is each data-parallel rank's admission state, one entry per
+	// rank sorted by DPRank, when each rank has limits of its own; nil
+	// when the limits are for the whole engine.
+	Ranks []RankRequests
+}
+
+// RankRequests is one data-parallel rank's admission state, under the
+// limits of its own limiter. The fields mean what Requests' do, for the
+// requests admitted to, or waiting for, this rank.
+type RankRequests struct {
+	// DPRank is the data-parallel rank, from 0.
+	DPRank int
+	// InFlight is the rank's requests holding one of its slots; Queued,
+	// those waiting in its queue.
+	InFlight, Queued int
+	// Limit is the rank's N and QueueLimit its Q; both 0 when slotgate
+	// runs without a cap.
+	Limit, QueueLimit int
+	// WaitingLimit is the rank's W; 0 when it is not set.
+	WaitingLimit int
+	// Prefilling is the rank's requests in flight before their first
+	// generated token.
+	Prefilling int
+}
+
+// equal reports whether r and o are the same admission state, rank by
+// rank. A nil Ranks and an empty one are the same.
+func (r *Requests) equal(o *Requests) bool {
+	return r.InFlight == o.InFlight && r.Queued == o.Queued && r.Limit == o.Limit && r.QueueLimit == o.QueueLimit &&
+		r.WaitingLimit == o.WaitingLimit && r.Prefilling == o.Prefilling && slices.Equal(r.Ranks, o.Ranks)
 }
 
 // Thresholds are the busy thresholds, with Dynamo's meaning; a nil field
@@ -132,7 +173,7 @@ type namedField struct {
 // error). A scrape that finds the same values, or fails without making
 // the snapshot Stale, is no news; heartbeats carry its record.
 func (s *Snapshot) SameLoad(o *Snapshot) bool {
-	return s.Busy == o.Busy && s.Stale == o.Stale && s.Requests == o.Requests && s.Engine.Dialect == o.Engine.Dialect &&
+	return s.Busy == o.Busy && s.Stale == o.Stale && s.Requests.equal(&o.Requests) && s.Engine.Dialect == o.Engine.Dialect &&
 		s.Thresholds.equal(o.Thresholds) && slices.Equal(s.Ranks, o.Ranks)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -19,8 +20,12 @@ import (
 func sample() *report.Snapshot {
 	return &report.Snapshot{
 		Seq: 7, At: time.Date(2026, 12, 2, 21, 0, 0, 123e6, time.UTC), Busy: true,
-		Engine:     report.Engine{Dialect: "vllm", ScrapedAt: time.Date(2026, 12, 2, 20, 59, 59, 0, time.UTC)},
-		Requests:   report.Requests{InFlight: 3, Queued: 1, Limit: 8, QueueLimit: 16},
+		Engine: report.Engine{Dialect: "vllm", ScrapedAt: time.Date(2026, 12, 2, 20, 59, 59, 0, time.UTC)},
+		Requests: report.Requests{InFlight: 3, Queued: 1, Limit: 8, QueueLimit: 16, WaitingLimit: 6, Prefilling: 2,
+			Ranks: []report.RankRequests{
+				{DPRank: 0, InFlight: 2, Queued: 1, Limit: 4, QueueLimit: 8, WaitingLimit: 3, Prefilling: 2},
+				{DPRank: 1, InFlight: 1, Queued: 0, Limit: 4, QueueLimit: 8, WaitingLimit: 3, Prefilling: 0},
+			}},
 		Thresholds: report.Thresholds{ActiveDecodeBlocks: ptr(0.85)},
 		Ranks: []report.Rank{
 			{DPRank: 0, Busy: true, KVTotalBlocks: f(1000, report.SourceEngine), KVUsedBlocks: f(900, report.SourceEngine),
@@ -44,6 +49,7 @@ func TestJSONShape(t *testing.T) {
 	}
 	rank0 := m["ranks"].([]any)[0].(map[string]any)
 	rank1 := m["ranks"].([]any)[1].(map[string]any)
+	reqs := m["requests"].(map[string]any)
 	checks := []struct {
 		what      string
 		got, want any
@@ -52,7 +58,13 @@ func TestJSONShape(t *testing.T) {
 		{"at", m["at"], "2026-12-02T21:00:00.123Z"},
 		{"busy", m["busy"], true},
 		{"engine.scraped_at", m["engine"].(map[string]any)["scraped_at"], "2026-12-02T20:59:59Z"},
-		{"requests.in_flight", m["requests"].(map[string]any)["in_flight"], 3.0},
+		{"requests.in_flight", reqs["in_flight"], 3.0},
+		{"requests.queued", reqs["queued"], 1.0},
+		{"requests.limit", reqs["limit"], 8.0},
+		{"requests.queue_limit", reqs["queue_limit"], 16.0},
+		{"requests.waiting_limit", reqs["waiting_limit"], 6.0},
+		{"requests.prefilling", reqs["prefilling"], 2.0},
+		{"requests.ranks", len(reqs["ranks"].([]any)), 2},
 		{"thresholds decode", m["thresholds"].(map[string]any)["active_decode_blocks_threshold"], 0.85},
 		{"thresholds tokens", m["thresholds"].(map[string]any)["active_prefill_tokens_threshold"], nil},
 		{"rank0 kv_used_blocks", rank0["kv_used_blocks"], 900.0},
@@ -67,6 +79,112 @@ func TestJSONShape(t *testing.T) {
 	}
 	if _, ok := rank1["kv_used_blocks"]; !ok {
 		t.Error("an unknown count must be present as null, not absent")
+	}
+	// Each rank's admission state, every field distinct so that a swap
+	// shows.
+	s := sample()
+	s.Requests.Ranks = []report.RankRequests{
+		{DPRank: 1, InFlight: 2, Queued: 3, Limit: 4, QueueLimit: 5, WaitingLimit: 6, Prefilling: 7},
+	}
+	b, err = json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Requests struct {
+			Ranks []map[string]any `json:"ranks"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"dp_rank": 1.0, "in_flight": 2.0, "queued": 3.0, "limit": 4.0, "queue_limit": 5.0,
+		"waiting_limit": 6.0, "prefilling": 7.0}
+	if len(got.Requests.Ranks) != 1 || !maps.Equal(got.Requests.Ranks[0], want) {
+		t.Errorf("requests.ranks = %v, want [%v]", got.Requests.Ranks, want)
+	}
+}
+
+// TestJSONRanksOnlyPerRank: "ranks" is left out of "requests" when the
+// limits are for the whole engine, and the new counts are there as 0
+// when W is unset.
+func TestJSONRanksOnlyPerRank(t *testing.T) {
+	s := sample()
+	s.Requests = report.Requests{InFlight: 1, Limit: 8}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Requests map[string]any `json:"requests"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Requests["ranks"]; ok {
+		t.Errorf("requests = %v: ranks present without limits per rank", m.Requests)
+	}
+	if m.Requests["waiting_limit"] != 0.0 || m.Requests["prefilling"] != 0.0 {
+		t.Errorf("requests = %v: want waiting_limit and prefilling 0", m.Requests)
+	}
+	var back report.Snapshot
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Requests.Ranks != nil {
+		t.Errorf("read back Ranks %v, want nil", back.Requests.Ranks)
+	}
+}
+
+// TestJSONReadsOlderSidecar: a sidecar from before W and per-rank
+// requests sends none of them; they read as 0 and nil.
+func TestJSONReadsOlderSidecar(t *testing.T) {
+	var s report.Snapshot
+	in := `{"seq":3,"requests":{"in_flight":2,"queued":1,"limit":8,"queue_limit":4},"ranks":[{"dp_rank":0}]}`
+	if err := json.Unmarshal([]byte(in), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := report.Requests{InFlight: 2, Queued: 1, Limit: 8, QueueLimit: 4}
+	if s.Requests.InFlight != want.InFlight || s.Requests.Queued != want.Queued || s.Requests.Limit != want.Limit ||
+		s.Requests.QueueLimit != want.QueueLimit || s.Requests.WaitingLimit != 0 || s.Requests.Prefilling != 0 ||
+		s.Requests.Ranks != nil {
+		t.Errorf("requests = %+v, want %+v", s.Requests, want)
+	}
+}
+
+// TestSameLoadRequests: every admission count is part of the load, so
+// that a change to any of them is published.
+func TestSameLoadRequests(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*report.Requests)
+	}{
+		{"in flight", func(r *report.Requests) { r.InFlight++ }},
+		{"queued", func(r *report.Requests) { r.Queued++ }},
+		{"limit", func(r *report.Requests) { r.Limit++ }},
+		{"queue limit", func(r *report.Requests) { r.QueueLimit++ }},
+		{"waiting limit", func(r *report.Requests) { r.WaitingLimit++ }},
+		{"prefilling", func(r *report.Requests) { r.Prefilling-- }},
+		{"a rank's prefilling", func(r *report.Requests) { r.Ranks[1].Prefilling++ }},
+		{"a rank's waiting limit", func(r *report.Requests) { r.Ranks[0].WaitingLimit++ }},
+		{"a rank more", func(r *report.Requests) { r.Ranks = append(r.Ranks, report.RankRequests{DPRank: 2}) }},
+		{"no ranks", func(r *report.Requests) { r.Ranks = nil }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := sample(), sample()
+			if !a.SameLoad(b) {
+				t.Fatal("two samples differ")
+			}
+			tt.change(&b.Requests)
+			if a.SameLoad(b) || b.SameLoad(a) {
+				t.Errorf("SameLoad after changing the %s", tt.name)
+			}
+		})
+	}
+	a, b := sample(), sample()
+	a.Requests.Ranks, b.Requests.Ranks = nil, []report.RankRequests{}
+	if !a.SameLoad(b) {
+		t.Error("nil and empty Ranks differ")
 	}
 }
 

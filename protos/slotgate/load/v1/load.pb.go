@@ -345,10 +345,14 @@ func (x *Engine) GetError() string {
 	return ""
 }
 
-// Requests is slotgate's admission state, from its limiter.
+// Requests is slotgate's admission state, from its limiters. With limits
+// per data-parallel rank each rank has a limiter of its own: the counts
+// and limits here are then the sums over the ranks, and ranks has each
+// rank's.
 type Requests struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// in_flight is the requests holding an engine slot.
+	// in_flight is the requests holding an engine slot: admitted and not
+	// yet finished.
 	InFlight int64 `protobuf:"varint,1,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
 	// queued is the requests waiting in slotgate's queue.
 	Queued int64 `protobuf:"varint,2,opt,name=queued,proto3" json:"queued,omitempty"`
@@ -356,7 +360,19 @@ type Requests struct {
 	Limit int64 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	// queue_limit is Q, the queue's length; 0 when slotgate runs without a
 	// cap.
-	QueueLimit    int64 `protobuf:"varint,4,opt,name=queue_limit,json=queueLimit,proto3" json:"queue_limit,omitempty"`
+	QueueLimit int64 `protobuf:"varint,4,opt,name=queue_limit,json=queueLimit,proto3" json:"queue_limit,omitempty"`
+	// waiting_limit is W, Dynamo's engine request waiting limit: at most W
+	// requests in flight may be in prefill at once. 0 when it is not set.
+	WaitingLimit int64 `protobuf:"varint,5,opt,name=waiting_limit,json=waitingLimit,proto3" json:"waiting_limit,omitempty"`
+	// prefilling is the requests in flight that have not had their first
+	// generated token yet, those in prefill: at most in_flight, and at most
+	// waiting_limit but just after W was lowered (which takes no place
+	// back).
+	Prefilling int64 `protobuf:"varint,6,opt,name=prefilling,proto3" json:"prefilling,omitempty"`
+	// ranks is each data-parallel rank's admission state, one entry per
+	// rank sorted by dp_rank, when each rank has limits of its own; empty
+	// when the limits are for the whole engine.
+	Ranks         []*RankRequests `protobuf:"bytes,7,rep,name=ranks,proto3" json:"ranks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -419,6 +435,130 @@ func (x *Requests) GetQueueLimit() int64 {
 	return 0
 }
 
+func (x *Requests) GetWaitingLimit() int64 {
+	if x != nil {
+		return x.WaitingLimit
+	}
+	return 0
+}
+
+func (x *Requests) GetPrefilling() int64 {
+	if x != nil {
+		return x.Prefilling
+	}
+	return 0
+}
+
+func (x *Requests) GetRanks() []*RankRequests {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
+}
+
+// RankRequests is one data-parallel rank's admission state, under the
+// limits of its own limiter. The fields mean what those of Requests do,
+// for the requests admitted to, or waiting for, this rank.
+type RankRequests struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dp_rank is the data-parallel rank, from 0.
+	DpRank int64 `protobuf:"varint,1,opt,name=dp_rank,json=dpRank,proto3" json:"dp_rank,omitempty"`
+	// in_flight is the rank's requests holding one of its slots.
+	InFlight int64 `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// queued is the rank's requests waiting in its queue.
+	Queued int64 `protobuf:"varint,3,opt,name=queued,proto3" json:"queued,omitempty"`
+	// limit is the rank's N; 0 when slotgate runs without a cap.
+	Limit int64 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// queue_limit is the rank's Q; 0 when slotgate runs without a cap.
+	QueueLimit int64 `protobuf:"varint,5,opt,name=queue_limit,json=queueLimit,proto3" json:"queue_limit,omitempty"`
+	// waiting_limit is the rank's W; 0 when it is not set.
+	WaitingLimit int64 `protobuf:"varint,6,opt,name=waiting_limit,json=waitingLimit,proto3" json:"waiting_limit,omitempty"`
+	// prefilling is the rank's requests in flight before their first
+	// generated token.
+	Prefilling    int64 `protobuf:"varint,7,opt,name=prefilling,proto3" json:"prefilling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankRequests) Reset() {
+	*x = RankRequests{}
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankRequests) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankRequests) ProtoMessage() {}
+
+func (x *RankRequests) ProtoReflect() protoreflect.Message {
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankRequests.ProtoReflect.Descriptor instead.
+func (*RankRequests) Descriptor() ([]byte, []int) {
+	return file_slotgate_load_v1_load_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RankRequests) GetDpRank() int64 {
+	if x != nil {
+		return x.DpRank
+	}
+	return 0
+}
+
+func (x *RankRequests) GetInFlight() int64 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *RankRequests) GetQueued() int64 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *RankRequests) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *RankRequests) GetQueueLimit() int64 {
+	if x != nil {
+		return x.QueueLimit
+	}
+	return 0
+}
+
+func (x *RankRequests) GetWaitingLimit() int64 {
+	if x != nil {
+		return x.WaitingLimit
+	}
+	return 0
+}
+
+func (x *RankRequests) GetPrefilling() int64 {
+	if x != nil {
+		return x.Prefilling
+	}
+	return 0
+}
+
 // Thresholds are the busy thresholds, with Dynamo's meaning. An unset
 // field is a check that is off, never a threshold of 0. A rank is busy
 // when any check that is on is true; the worker, when every rank is.
@@ -439,7 +579,7 @@ type Thresholds struct {
 
 func (x *Thresholds) Reset() {
 	*x = Thresholds{}
-	mi := &file_slotgate_load_v1_load_proto_msgTypes[5]
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -451,7 +591,7 @@ func (x *Thresholds) String() string {
 func (*Thresholds) ProtoMessage() {}
 
 func (x *Thresholds) ProtoReflect() protoreflect.Message {
-	mi := &file_slotgate_load_v1_load_proto_msgTypes[5]
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -464,7 +604,7 @@ func (x *Thresholds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Thresholds.ProtoReflect.Descriptor instead.
 func (*Thresholds) Descriptor() ([]byte, []int) {
-	return file_slotgate_load_v1_load_proto_rawDescGZIP(), []int{5}
+	return file_slotgate_load_v1_load_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Thresholds) GetActiveDecodeBlocks() float64 {
@@ -524,7 +664,7 @@ type Rank struct {
 
 func (x *Rank) Reset() {
 	*x = Rank{}
-	mi := &file_slotgate_load_v1_load_proto_msgTypes[6]
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +676,7 @@ func (x *Rank) String() string {
 func (*Rank) ProtoMessage() {}
 
 func (x *Rank) ProtoReflect() protoreflect.Message {
-	mi := &file_slotgate_load_v1_load_proto_msgTypes[6]
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +689,7 @@ func (x *Rank) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rank.ProtoReflect.Descriptor instead.
 func (*Rank) Descriptor() ([]byte, []int) {
-	return file_slotgate_load_v1_load_proto_rawDescGZIP(), []int{6}
+	return file_slotgate_load_v1_load_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Rank) GetDpRank() int64 {
@@ -636,7 +776,7 @@ type Count struct {
 
 func (x *Count) Reset() {
 	*x = Count{}
-	mi := &file_slotgate_load_v1_load_proto_msgTypes[7]
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +788,7 @@ func (x *Count) String() string {
 func (*Count) ProtoMessage() {}
 
 func (x *Count) ProtoReflect() protoreflect.Message {
-	mi := &file_slotgate_load_v1_load_proto_msgTypes[7]
+	mi := &file_slotgate_load_v1_load_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +801,7 @@ func (x *Count) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Count.ProtoReflect.Descriptor instead.
 func (*Count) Descriptor() ([]byte, []int) {
-	return file_slotgate_load_v1_load_proto_rawDescGZIP(), []int{7}
+	return file_slotgate_load_v1_load_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Count) GetValue() int64 {
@@ -701,13 +841,29 @@ const file_slotgate_load_v1_load_proto_rawDesc = "" +
 	"\n" +
 	"scraped_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tscrapedAt\x12%\n" +
 	"\x0efailed_scrapes\x18\x03 \x01(\x03R\rfailedScrapes\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"v\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xf1\x01\n" +
 	"\bRequests\x12\x1b\n" +
 	"\tin_flight\x18\x01 \x01(\x03R\binFlight\x12\x16\n" +
 	"\x06queued\x18\x02 \x01(\x03R\x06queued\x12\x14\n" +
 	"\x05limit\x18\x03 \x01(\x03R\x05limit\x12\x1f\n" +
 	"\vqueue_limit\x18\x04 \x01(\x03R\n" +
-	"queueLimit\"\x90\x02\n" +
+	"queueLimit\x12#\n" +
+	"\rwaiting_limit\x18\x05 \x01(\x03R\fwaitingLimit\x12\x1e\n" +
+	"\n" +
+	"prefilling\x18\x06 \x01(\x03R\n" +
+	"prefilling\x124\n" +
+	"\x05ranks\x18\a \x03(\v2\x1e.slotgate.load.v1.RankRequestsR\x05ranks\"\xd8\x01\n" +
+	"\fRankRequests\x12\x17\n" +
+	"\adp_rank\x18\x01 \x01(\x03R\x06dpRank\x12\x1b\n" +
+	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
+	"\x06queued\x18\x03 \x01(\x03R\x06queued\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x03R\x05limit\x12\x1f\n" +
+	"\vqueue_limit\x18\x05 \x01(\x03R\n" +
+	"queueLimit\x12#\n" +
+	"\rwaiting_limit\x18\x06 \x01(\x03R\fwaitingLimit\x12\x1e\n" +
+	"\n" +
+	"prefilling\x18\a \x01(\x03R\n" +
+	"prefilling\"\x90\x02\n" +
 	"\n" +
 	"Thresholds\x125\n" +
 	"\x14active_decode_blocks\x18\x01 \x01(\x01H\x00R\x12activeDecodeBlocks\x88\x01\x01\x127\n" +
@@ -754,7 +910,7 @@ func file_slotgate_load_v1_load_proto_rawDescGZIP() []byte {
 }
 
 var file_slotgate_load_v1_load_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_slotgate_load_v1_load_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_slotgate_load_v1_load_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_slotgate_load_v1_load_proto_goTypes = []any{
 	(Source)(0),                   // 0: slotgate.load.v1.Source
 	(*GetLoadRequest)(nil),        // 1: slotgate.load.v1.GetLoadRequest
@@ -762,36 +918,38 @@ var file_slotgate_load_v1_load_proto_goTypes = []any{
 	(*Load)(nil),                  // 3: slotgate.load.v1.Load
 	(*Engine)(nil),                // 4: slotgate.load.v1.Engine
 	(*Requests)(nil),              // 5: slotgate.load.v1.Requests
-	(*Thresholds)(nil),            // 6: slotgate.load.v1.Thresholds
-	(*Rank)(nil),                  // 7: slotgate.load.v1.Rank
-	(*Count)(nil),                 // 8: slotgate.load.v1.Count
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*RankRequests)(nil),          // 6: slotgate.load.v1.RankRequests
+	(*Thresholds)(nil),            // 7: slotgate.load.v1.Thresholds
+	(*Rank)(nil),                  // 8: slotgate.load.v1.Rank
+	(*Count)(nil),                 // 9: slotgate.load.v1.Count
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_slotgate_load_v1_load_proto_depIdxs = []int32{
-	9,  // 0: slotgate.load.v1.Load.at:type_name -> google.protobuf.Timestamp
+	10, // 0: slotgate.load.v1.Load.at:type_name -> google.protobuf.Timestamp
 	4,  // 1: slotgate.load.v1.Load.engine:type_name -> slotgate.load.v1.Engine
 	5,  // 2: slotgate.load.v1.Load.requests:type_name -> slotgate.load.v1.Requests
-	6,  // 3: slotgate.load.v1.Load.thresholds:type_name -> slotgate.load.v1.Thresholds
-	7,  // 4: slotgate.load.v1.Load.ranks:type_name -> slotgate.load.v1.Rank
-	9,  // 5: slotgate.load.v1.Engine.scraped_at:type_name -> google.protobuf.Timestamp
-	8,  // 6: slotgate.load.v1.Rank.kv_total_blocks:type_name -> slotgate.load.v1.Count
-	8,  // 7: slotgate.load.v1.Rank.kv_used_blocks:type_name -> slotgate.load.v1.Count
-	8,  // 8: slotgate.load.v1.Rank.active_decode_blocks:type_name -> slotgate.load.v1.Count
-	8,  // 9: slotgate.load.v1.Rank.active_prefill_tokens:type_name -> slotgate.load.v1.Count
-	8,  // 10: slotgate.load.v1.Rank.max_num_batched_tokens:type_name -> slotgate.load.v1.Count
-	8,  // 11: slotgate.load.v1.Rank.num_requests_running:type_name -> slotgate.load.v1.Count
-	8,  // 12: slotgate.load.v1.Rank.num_requests_waiting:type_name -> slotgate.load.v1.Count
-	8,  // 13: slotgate.load.v1.Rank.block_size:type_name -> slotgate.load.v1.Count
-	0,  // 14: slotgate.load.v1.Count.source:type_name -> slotgate.load.v1.Source
-	1,  // 15: slotgate.load.v1.LoadReporter.GetLoad:input_type -> slotgate.load.v1.GetLoadRequest
-	2,  // 16: slotgate.load.v1.LoadReporter.WatchLoad:input_type -> slotgate.load.v1.WatchLoadRequest
-	3,  // 17: slotgate.load.v1.LoadReporter.GetLoad:output_type -> slotgate.load.v1.Load
-	3,  // 18: slotgate.load.v1.LoadReporter.WatchLoad:output_type -> slotgate.load.v1.Load
-	17, // [17:19] is the sub-list for method output_type
-	15, // [15:17] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	7,  // 3: slotgate.load.v1.Load.thresholds:type_name -> slotgate.load.v1.Thresholds
+	8,  // 4: slotgate.load.v1.Load.ranks:type_name -> slotgate.load.v1.Rank
+	10, // 5: slotgate.load.v1.Engine.scraped_at:type_name -> google.protobuf.Timestamp
+	6,  // 6: slotgate.load.v1.Requests.ranks:type_name -> slotgate.load.v1.RankRequests
+	9,  // 7: slotgate.load.v1.Rank.kv_total_blocks:type_name -> slotgate.load.v1.Count
+	9,  // 8: slotgate.load.v1.Rank.kv_used_blocks:type_name -> slotgate.load.v1.Count
+	9,  // 9: slotgate.load.v1.Rank.active_decode_blocks:type_name -> slotgate.load.v1.Count
+	9,  // 10: slotgate.load.v1.Rank.active_prefill_tokens:type_name -> slotgate.load.v1.Count
+	9,  // 11: slotgate.load.v1.Rank.max_num_batched_tokens:type_name -> slotgate.load.v1.Count
+	9,  // 12: slotgate.load.v1.Rank.num_requests_running:type_name -> slotgate.load.v1.Count
+	9,  // 13: slotgate.load.v1.Rank.num_requests_waiting:type_name -> slotgate.load.v1.Count
+	9,  // 14: slotgate.load.v1.Rank.block_size:type_name -> slotgate.load.v1.Count
+	0,  // 15: slotgate.load.v1.Count.source:type_name -> slotgate.load.v1.Source
+	1,  // 16: slotgate.load.v1.LoadReporter.GetLoad:input_type -> slotgate.load.v1.GetLoadRequest
+	2,  // 17: slotgate.load.v1.LoadReporter.WatchLoad:input_type -> slotgate.load.v1.WatchLoadRequest
+	3,  // 18: slotgate.load.v1.LoadReporter.GetLoad:output_type -> slotgate.load.v1.Load
+	3,  // 19: slotgate.load.v1.LoadReporter.WatchLoad:output_type -> slotgate.load.v1.Load
+	18, // [18:20] is the sub-list for method output_type
+	16, // [16:18] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_slotgate_load_v1_load_proto_init() }
@@ -799,14 +957,14 @@ func file_slotgate_load_v1_load_proto_init() {
 	if File_slotgate_load_v1_load_proto != nil {
 		return
 	}
-	file_slotgate_load_v1_load_proto_msgTypes[5].OneofWrappers = []any{}
+	file_slotgate_load_v1_load_proto_msgTypes[6].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_slotgate_load_v1_load_proto_rawDesc), len(file_slotgate_load_v1_load_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
