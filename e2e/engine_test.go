@@ -20,13 +20,14 @@ type engine struct {
 	gate        chan struct{} // while not nil, completions wait for it to close
 	inFlight    int
 	maxInFlight int
-	seen        []string // X-Request-Id of every completion that arrived
-	cancelled   []string // ids whose client went away while held
+	seen        []string          // X-Request-Id of every completion that arrived
+	ranks       map[string]string // X-Data-Parallel-Rank of each, by id, when set
+	cancelled   []string          // ids whose client went away while held
 	change      chan struct{}
 }
 
 func newEngine(t *testing.T) *engine {
-	e := &engine{change: make(chan struct{})}
+	e := &engine{change: make(chan struct{}), ranks: make(map[string]string)}
 	e.healthy.Store(true)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
@@ -69,6 +70,9 @@ func (e *engine) release() {
 func (e *engine) complete(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("X-Request-Id")
 	body, _ := io.ReadAll(r.Body)
+	if rank := r.Header.Get("X-Data-Parallel-Rank"); rank != "" {
+		e.update(func() { e.ranks[id] = rank })
+	}
 	gate := e.enter(id)
 	defer e.leave()
 	if gate != nil {
@@ -112,6 +116,13 @@ func (e *engine) stats() (inFlight, maxInFlight int, seen, cancelled []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.inFlight, e.maxInFlight, append([]string(nil), e.seen...), append([]string(nil), e.cancelled...)
+}
+
+// rankOf returns the X-Data-Parallel-Rank the completion id arrived with.
+func (e *engine) rankOf(id string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ranks[id]
 }
 
 // waitInFlight waits until exactly n completions are held in the engine.
