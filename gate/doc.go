@@ -7,9 +7,11 @@
 //
 // One request's life is an Exchange with three steps, in order:
 //
-//	Admit   draining, size, busy, classify, limiter (at once or queued)
+//	Admit   draining, size, busy, the rank's limiter, classify, limiter
+//	        (at once or queued)
 //	Send    BeginFlight, then Sent as the adapter forwards; it reports
-//	        Responding, the prompt and the tokens as they pass
+//	        Responding, the prompt, the first token (Prefilled) and the
+//	        tokens as they pass
 //	Finish  the flight ends, the slot is released, the lifecycle ends,
 //	        the request is reported
 //
@@ -22,8 +24,19 @@
 //     client that leaves is seen at once; a watch that fails ends the wait.
 //     A request granted a slot after its client left is never sent: its
 //     slot is handed on and its outcome is cancelled_queued.
-//   - Finish releases the slot exactly once: at once, or after a 5 ms
-//     abort grace when the client left while the engine served it.
+//   - An admitted exchange holds a limiter.Permit: its slot under N and
+//     its waiting place under W. Prefilled frees the waiting place (the
+//     adapter calls it at the first output, or when the answer brings
+//     none); Finish releases whatever is left exactly once: at once, or
+//     after a 5 ms abort grace when the client left while the engine
+//     served it.
+//   - With limiters per rank (RankLimiters), a pinned request takes its
+//     rank's places and an unpinned one the rank with the most room; a
+//     pinned rank the engine does not have is a bad request.
+//   - The Observer hears Received once per request that reaches the
+//     limiter, as it arrives, and Decided once, when its admission is
+//     decided; requests refused before (draining, size, busy, the
+//     classifier) hear neither.
 //   - Every exchange that went through Admit is reported to the Observer
 //     once, with exactly one outcome; a passthrough exchange never is.
 //   - A classifier that panics, in Classify or OnEvent, costs neither the
