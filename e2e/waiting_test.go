@@ -375,3 +375,49 @@ func TestPerRankLimits(t *testing.T) {
 		t.Errorf("the pinned request reached the engine with rank %q, want %q", got, pinned)
 	}
 }
+
+// TestLimitsAtRunTime: POST /limits raises N while a request waits, which
+// admits it at once; the change is logged and the gauges follow; a bad
+// body changes nothing.
+func TestLimitsAtRunTime(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t)
+	eng.hold()
+	sg := start(t, eng.url(), nil, "--engine-request-limit", "1", "--request-queue-limit", "2")
+	results := make(chan result, 2)
+	go func() { results <- post(context.Background(), http.DefaultClient, sg.proxy, "first", "{}") }()
+	eng.waitInFlight(t, 1)
+	go func() { results <- post(context.Background(), http.DefaultClient, sg.proxy, "second", "{}") }()
+	eventually(t, "the second request queued", func() bool { return sg.metric("dynamo_request_queue") == 1 })
+
+	status, body := postJSON(t, sg.admin+"/limits", `{"engine_request_limit":"two"}`)
+	if status != http.StatusUnprocessableEntity || sg.metric("dynamo_request_queue") != 1 {
+		t.Errorf("a bad body: %d %s, queue %v; want 422 and nothing changed", status, body, sg.metric("dynamo_request_queue"))
+	}
+	status, body = postJSON(t, sg.admin+"/limits", `{"engine_request_limit":2,"engine_request_waiting_limit":5}`)
+	want := `{"engine_request_limit":2,"engine_request_waiting_limit":5,"request_queue_limit":2,"per_rank":false,"gate":"on"}`
+	if status != http.StatusOK || strings.TrimSpace(body) != want {
+		t.Fatalf("POST /limits: %d %s, want 200 %s", status, body, want)
+	}
+	eng.waitInFlight(t, 2) // the waiter was admitted by the change alone
+	sg.log.WaitFor(t, `"msg":"admission limits changed"`, waitLimit)
+	for name, v := range map[string]float64{
+		"slotgate_engine_request_limit":                 2,
+		"dynamo_backend_admission_engine_request_limit": 2,
+		"dynamo_backend_admission_engine_wait_limit":    5,
+		"dynamo_request_queue":                          0,
+	} {
+		if got := sg.metric(name); got != v {
+			t.Errorf("%s = %v, want %v", name, got, v)
+		}
+	}
+	eng.release()
+	for range 2 {
+		if r := <-results; r.status != http.StatusOK {
+			t.Errorf("status %d, error %v", r.status, r.err)
+		}
+	}
+	if _, got := get(t, sg.admin+"/limits"); strings.TrimSpace(got) != want {
+		t.Errorf("GET /limits = %s, want %s", got, want)
+	}
+}
