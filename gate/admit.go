@@ -103,7 +103,7 @@ func (g *Gate) Admit(ctx context.Context, ex *Exchange, req Request) Decision {
 	case g.busy != nil && g.busy():
 		return refuse(ex, RejectedBusy)
 	}
-	lim, rank, ok := g.ranks.pick(ex.Rank)
+	lim, rank, ok := g.ranks.pick(req.Pinned, ex.Rank)
 	if !ok {
 		d := refuse(ex, RejectedBadRequest)
 		d.Message = fmt.Sprintf("data-parallel rank %d is not a rank of this engine (0 through %d)", req.Rank, len(g.ranks.all())-1)

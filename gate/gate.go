@@ -115,7 +115,7 @@ func (o *Options) validate() error {
 	case o.Limiter == nil && o.Limiters == nil:
 		return errors.New("a limiter is required")
 	case o.Limiter != nil && o.Limiters != nil:
-		return errors.New("Limiter and Limiters exclude each other")
+		return errors.New("set a limiter or limiters, not both")
 	}
 	if o.Policy == nil {
 		return nil

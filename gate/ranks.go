@@ -63,12 +63,12 @@ func (s *Limiters) Count() int { return len(s.all()) }
 // unpinned one, of the rank with the most room. It returns the rank
 // chosen (rank itself without per-rank limits) and false when the pinned
 // rank does not exist.
-func (s *Limiters) pick(rank int) (*limiter.Limiter, int, bool) {
+func (s *Limiters) pick(pinned bool, rank int) (*limiter.Limiter, int, bool) {
 	lims := s.all()
 	if !s.ranked {
 		return lims[0], rank, true
 	}
-	if rank != Unpinned {
+	if pinned {
 		if rank < 0 || rank >= len(lims) {
 			return nil, rank, false
 		}

@@ -92,7 +92,7 @@ func (ex *exchange) respond(resp *http.Response) error {
 		ex.Prefilled()
 		return nil
 	}
-	resp.Body = newTokenBody(resp.Body, &ex.Exchange)
+	resp.Body = newTokenBody(resp.Body, ex)
 	return nil
 }
 

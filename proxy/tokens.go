@@ -117,12 +117,13 @@ type tokenBody struct {
 	io.ReadCloser
 	counter   *estimate.StreamCounter
 	ex        *gate.Exchange
+	gone      func() bool // the client left
 	generated int
 	first     bool
 }
 
-func newTokenBody(body io.ReadCloser, ex *gate.Exchange) *tokenBody {
-	return &tokenBody{ReadCloser: body, counter: estimate.NewStreamCounter(), ex: ex}
+func newTokenBody(body io.ReadCloser, ex *exchange) *tokenBody {
+	return &tokenBody{ReadCloser: body, counter: estimate.NewStreamCounter(), ex: &ex.Exchange, gone: ex.clientGone}
 }
 
 func (b *tokenBody) Read(p []byte) (int, error) {
@@ -134,7 +135,13 @@ func (b *tokenBody) Read(p []byte) (int, error) {
 	if err != nil {
 		_ = b.counter.Close()
 		b.update()
-		b.ex.Prefilled()
+		if !b.gone() {
+			// The answer ended: its prefill has too. A read cut short by
+			// a departed client is not an end the engine has seen yet:
+			// Finish frees the waiting place with the slot, after the
+			// abort grace.
+			b.ex.Prefilled()
+		}
 	}
 	return n, err
 }

@@ -19,10 +19,11 @@
 // enginesim (package sim) tokenizes, so estimates agree with its usage; a
 // real model's tokenizer differs by tens of percent, more for code and
 // non-Latin scripts. Non-text content parts (images, audio), tool
-// definitions and tool calls are not counted. Streamed responses count one
-// token per chunk that carries text, which undercounts when an engine puts
-// several tokens in one chunk; a usage object, when the engine sends one,
-// replaces the count with the engine's own.
+// definitions and tool calls are not counted in a prompt. Streamed
+// responses count one token per chunk that carries text or a tool call's
+// name or arguments, which undercounts when an engine puts several tokens
+// in one chunk; a usage object, when the engine sends one, replaces the
+// count with the engine's own.
 //
 // # Invariants
 //

@@ -2,12 +2,15 @@ package estimate
 
 // Roles and fields of an OpenAI response object, streamed chunk or whole.
 const (
-	qOther   role = iota
-	qRoot         // the response or chunk object
-	qChoices      // the array at root.choices
-	qChoice       // an object inside qChoices
-	qDelta        // choice.delta (streamed) or choice.message (whole)
-	qUsage        // the object at root.usage
+	qOther     role = iota
+	qRoot           // the response or chunk object
+	qChoices        // the array at root.choices
+	qChoice         // an object inside qChoices
+	qDelta          // choice.delta (streamed) or choice.message (whole)
+	qUsage          // the object at root.usage
+	qToolCalls      // the array at delta.tool_calls
+	qToolCall       // an object inside qToolCalls
+	qFunction       // the object at tool_call.function
 )
 
 const (
@@ -20,6 +23,8 @@ const (
 	gDelta // choice.delta or choice.message
 	gCompletion
 	gPrompt
+	gToolCalls // delta.tool_calls
+	gFunction  // tool_call.function
 )
 
 // responseHandler reads one response object: how many choices carry
@@ -65,6 +70,12 @@ func (h *responseHandler) open(object bool) {
 		r, h.choiceText = qChoice, false
 	case parent == qChoice && h.field == gDelta && object:
 		r = qDelta
+	case parent == qDelta && h.field == gToolCalls && !object:
+		r = qToolCalls
+	case parent == qToolCalls && object:
+		r = qToolCall
+	case parent == qToolCall && h.field == gFunction && object:
+		r = qFunction
 	}
 	if h.depth < maxRoles {
 		h.roles[h.depth] = r
@@ -108,6 +119,20 @@ func (h *responseHandler) key(name []byte, whole bool) {
 		switch string(name) {
 		case "content", "reasoning_content", "reasoning":
 			h.field = gText
+		case "tool_calls":
+			h.field = gToolCalls
+		}
+	case qToolCall:
+		if string(name) == "function" {
+			h.field = gFunction
+		}
+	case qFunction:
+		// A tool call's name and arguments are generated tokens: a
+		// stream of tool calls carries no content at all (vLLM sends
+		// content null), and its first token is its first argument.
+		switch string(name) {
+		case "name", "arguments":
+			h.field = gText
 		}
 	case qUsage:
 		switch string(name) {
@@ -121,7 +146,7 @@ func (h *responseHandler) key(name []byte, whole bool) {
 
 func (h *responseHandler) str(n int, prefix []byte, whole bool) {
 	switch top := h.top(); {
-	case (top == qChoice || top == qDelta) && h.field == gText && n > 0:
+	case (top == qChoice || top == qDelta || top == qFunction) && h.field == gText && n > 0:
 		h.choiceText = true
 		h.textBytes += n
 	case top == qRoot && h.field == gError:

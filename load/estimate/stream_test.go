@@ -77,6 +77,18 @@ func TestStreamCounterEvents(t *testing.T) {
 		{"nested text is not generated text", `data: {"choices":[{"logprobs":{"text":"zz"}}],"x":{"text":"y"}}` + "\n\n", estimate.Counts{}},
 		{"whole JSON with leading whitespace", "\n  " + `{"choices":[{"text":"abcde"}]}`, estimate.Counts{Generated: 2, FirstToken: true, Done: true}},
 		{"whole JSON truncated", `{"choices":[{"text":"abcde"}]`, estimate.Counts{}},
+		{"tool call name is a token", `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null,` +
+			`"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}` + "\n\n",
+			estimate.Counts{Generated: 1, FirstToken: true}},
+		{"tool call arguments are tokens", `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}}]}}]}` + "\n\n" +
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}}]}` + "\n\n",
+			estimate.Counts{Generated: 2, FirstToken: true}},
+		{"tool call without name or arguments is no token", `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function"}]}}]}` + "\n\n",
+			estimate.Counts{}},
+		{"arguments outside a tool call are not text", `data: {"choices":[{"index":0,"delta":{"function":{"arguments":"x"},"tool_calls":[{"arguments":"y"}]}}]}` + "\n\n",
+			estimate.Counts{}},
+		{"whole message with tool calls", `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"function":{"name":"f","arguments":"{\"a\":12345678}"}}]}}]}`,
+			estimate.Counts{Generated: 4, FirstToken: true, Done: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
