@@ -1,46 +1,70 @@
-// Package limiter admits work to N engine slots with a bounded overflow
-// queue of Q places, FIFO or split into policy classes served by weighted
-// fair queuing, the worker-side hard cap of NVIDIA Dynamo
-// (--engine-request-limit and DYN_DYNAMO_REQUEST_QUEUE_LIMIT).
+// Package limiter is the worker-side admission gate of NVIDIA Dynamo: at
+// most N requests admitted (Slots; Dynamo's engine request limit), at most
+// W of them before their first generated token (WaitingLimit; Dynamo 1.7's
+// engine waiting limit), and a bounded queue of Q places (QueueLen), FIFO
+// or split into policy classes served by deficit round robin. Either
+// engine limit may be unset; NewUnlimited is a pure pass-through.
 //
 // It imports only the standard library and knows nothing of HTTP or gRPC;
-// the proxy package adapts it to a transport.
+// the gate package takes and releases its permits for each request.
+//
+// An admitted request holds a Permit: its slot until Release, and its
+// waiting place until FirstToken or Release, whichever comes first.
 //
 // Invariants, all kept under one mutex:
 //
-//   - Exact cap: at most N holders (Slots) and at most Q waiters (QueueLen)
-//     at any instant, all policy classes together, so at most N+Q requests
-//     are admitted or waiting. A class with a Limit holds at most Limit of
-//     those waiters.
-//   - No false rejection: Acquire returns ErrQueueFull only when every slot is
-//     held (or the queue is not empty) and either the queue holds Q waiters
-//     or the request's class holds Limit.
-//   - No barging: a new arrival takes a slot directly only when nobody waits
-//     in any class, so holding < Slots implies an empty queue.
-//   - Order: a released slot is handed directly to the next waiter. Without
-//     classes that is the oldest waiter (FIFO). With classes, each class is
-//     a FIFO and the classes share slots by deficit round robin: the
-//     classes with waiters form a ring, in the order they became non-empty;
-//     a visit to a class adds its Quantum to its deficit, and each grant
-//     during the visit goes to the class's oldest waiter and subtracts that
-//     waiter's Cost. The visit ends when, at a grant, the oldest waiter
-//     costs more than the deficit (the deficit is kept and the next class is
-//     visited), or when the class empties (its deficit is reset to 0 and it
-//     leaves the ring; it rejoins at the end). Classes that stay backlogged
-//     are granted cost in proportion to their quanta, so requests in
-//     proportion to quantum/cost. Each grant costs O(1), or O(classes)
+//   - Exact cap: an admission happens only while fewer than N hold a slot
+//     and fewer than W hold a waiting place, and a request queues only
+//     while fewer than Q wait (all classes together; a class with a Limit
+//     holds at most Limit of them). So at most N are admitted, W of them
+//     before their first token, and Q wait, at any instant, except after
+//     a limit was lowered (below).
+//   - No false rejection: ErrQueueFull is returned only when N or W has no
+//     room (or somebody waits) and the queue holds Q waiters, or the
+//     request's class holds Limit.
+//   - No barging: a new arrival is admitted directly only when nobody
+//     waits in any class, so room under both limits implies an empty
+//     queue. Room that appears (a Release, a FirstToken, a raised limit)
+//     is handed to waiters under the same lock, while both limits have
+//     room, leaving no instant in which a newcomer could take it; room
+//     under one limit alone admits nobody.
+//   - Order: without classes the oldest waiter is served first (FIFO).
+//     With classes, each class is a FIFO and the classes share grants by
+//     deficit round robin: the classes with waiters form a ring, in the
+//     order they became non-empty; a visit to a class adds its Quantum to
+//     its deficit, and each grant during the visit goes to the class's
+//     oldest waiter and subtracts that waiter's Cost. The visit ends when,
+//     at a grant, the oldest waiter costs more than the deficit (the
+//     deficit is kept and the next class is visited), or when the class
+//     empties (its deficit is reset to 0 and it leaves the ring; it
+//     rejoins at the end). Classes that stay backlogged are granted cost
+//     in proportion to their quanta. Each grant costs O(1), or O(classes)
 //     when a visit ends (drr.go).
+//   - Adaptive LIFO (Options.AdaptiveLIFO): after a waiter leaves the
+//     queue by the queue delay (QueueTimeout, ErrQueueExpired; not its own
+//     Request.Deadline), the next grant goes to the newest waiter of all
+//     classes, charging no class's deficit; then the order above resumes.
+//     Expiries before that grant make it once, not once each.
+//     Stats.DequeuedLIFO counts those grants.
 //   - A waiter whose context ends leaves the queue at once, and one whose
 //     deadline passes leaves at that instant; removal from any class keeps
-//     the round robin consistent. If its slot was granted in the same
-//     instant, the cancellation wins and the slot is handed on, so a
-//     cancelled caller never holds a slot.
-//   - Each granted slot is released exactly once: the release function is
-//     safe to call twice and the second call does nothing.
-//   - Lowering Slots at run time never revokes a held slot; raising it admits
-//     waiters at once, in the same order a release would.
-//   - Stats are consistent: the totals are the sums of the per-class
-//     counters, and the classes' Waiting add up to Waiting.
+//     the round robin consistent. If it was granted a slot in the same
+//     instant, cancellation wins and the room is handed on, so a cancelled
+//     caller never holds a slot; a deadline loses, the grant came in time.
+//   - Each place is freed exactly once: Release frees the slot, FirstToken
+//     the waiting place, and Release the waiting place too if FirstToken
+//     has not; further calls, from any goroutine, do nothing. Both take
+//     the lock to free, so no instant counts more requests before their
+//     first token than admitted.
+//   - Changing limits at run time (SetLimits, SetSlots) takes nothing
+//     back. Raising N or W admits waiters at once, in the order a release
+//     would. Lowering N or W lets the requests above it finish; what they
+//     free is not handed on until the count is below the new limit. Waiters
+//     beyond a lowered Q stay queued, and newcomers are refused until
+//     fewer than Q wait. Invalid limits are refused and change nothing.
+//   - Stats are consistent: the gauges are read together under the lock,
+//     the totals are the sums of the per-class counters, and the classes'
+//     Waiting add up to Waiting.
 //
 // The queue is an interface inside the package (queue.go) with two
 // implementations, the plain FIFO and the per-class deficit round robin, so

@@ -105,3 +105,49 @@ func ExampleLimiter_SetSlots() {
 	// after one release: slots 1, holding 1
 	// limiter: slots must be at least 1, got 0
 }
+
+func ExampleLimiter_waitingLimit() {
+	// Four engine slots, of which at most one request may still wait for
+	// its first token (Dynamo 1.7's engine waiting limit), and two queue
+	// places.
+	l, err := limiter.New(limiter.Options{Slots: 4, WaitingLimit: 1, QueueLen: 2})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	first, _ := l.Acquire(ctx)
+
+	// A second request waits although three slots are free: the first
+	// has not produced its first token yet.
+	queued := make(chan struct{})
+	admitted := make(chan *limiter.Permit)
+	go func() {
+		p, err := l.AcquireRequest(ctx, limiter.Request{OnQueued: func() { close(queued) }})
+		if err != nil {
+			panic(err)
+		}
+		admitted <- p
+	}()
+	<-queued
+	s := l.Stats()
+	fmt.Printf("holding %d/%d, before first token %d/%d, waiting %d\n", s.Holding, s.Slots, s.Prefilling, s.WaitingLimit, s.Waiting)
+
+	// The first token frees the first request's waiting place, which
+	// admits the second; the first keeps its slot.
+	first.FirstToken()
+	second := <-admitted
+	s = l.Stats()
+	fmt.Printf("holding %d/%d, before first token %d/%d, waiting %d\n", s.Holding, s.Slots, s.Prefilling, s.WaitingLimit, s.Waiting)
+
+	// Release frees the slot, and the waiting place too when FirstToken
+	// was not called (an answer that failed before any token).
+	second.Release()
+	first.Release()
+	first.FirstToken() // after Release: does nothing
+	s = l.Stats()
+	fmt.Printf("holding %d, before first token %d\n", s.Holding, s.Prefilling)
+	// Output:
+	// holding 1/4, before first token 1/1, waiting 1
+	// holding 2/4, before first token 1/1, waiting 0
+	// holding 0, before first token 0
+}

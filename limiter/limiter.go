@@ -46,8 +46,9 @@ type Options struct {
 	// QueueTimeout bounds the time a request waits in the queue. Zero means
 	// no bound, as in Dynamo.
 	QueueTimeout time.Duration
-	// AdaptiveLIFO makes the admission that follows a queue timeout go to
-	// the newest waiter instead of the oldest, once per timeout (Dynamo PR
+	// AdaptiveLIFO makes the admission that follows an expiry of the queue
+	// delay (QueueTimeout) go to the newest waiter instead of the oldest,
+	// once per expiry (Dynamo PR
 	// #14369): when the queue is so long that its head expires, the newest
 	// request is the one most likely still to be wanted.
 	AdaptiveLIFO bool
@@ -314,8 +315,8 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time, expir
 // giveUp takes w out of the queue after its context ended or its deadline
 // passed. If w was granted a slot meanwhile, a cancelled caller hands the
 // slot on, while a timed-out caller keeps it: the slot arrived in time.
-// A timeout that takes a waiter out makes the next grant LIFO, when
-// adaptive LIFO is on.
+// An expiry of the queue delay that takes a waiter out makes the next
+// grant LIFO, when adaptive LIFO is on.
 func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 	timedOut := errors.Is(cause, ErrQueueTimeout)
 	l.mu.Lock()
@@ -323,7 +324,7 @@ func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 		l.queue.remove(w)
 		l.waiting--
 		w.cls.waiting--
-		if timedOut && l.lifo {
+		if l.lifo && errors.Is(cause, ErrQueueExpired) {
 			l.lifoNext = true
 		}
 		l.mu.Unlock()

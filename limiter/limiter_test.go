@@ -240,6 +240,7 @@ func seq(from, to int) []int {
 func TestNew(t *testing.T) {
 	problems := map[string]string{
 		"slots":   "slots must be at least 1",
+		"waiting": "waiting limit must not be negative",
 		"queue":   "queue length must not be negative",
 		"timeout": "queue timeout must not be negative",
 	}
@@ -255,15 +256,29 @@ func TestNew(t *testing.T) {
 			opts:      limiter.Options{Slots: 3, QueueLen: 2, QueueTimeout: time.Second},
 			wantStats: limiter.Stats{Slots: 3, QueueLen: 2, QueueTimeout: time.Second},
 		},
+		{name: "waiting limit only", opts: limiter.Options{WaitingLimit: 2}, wantStats: limiter.Stats{WaitingLimit: 2}},
+		{
+			name:      "both limits",
+			opts:      limiter.Options{Slots: 8, WaitingLimit: 2, QueueLen: 4, QueueTimeout: time.Second, AdaptiveLIFO: true},
+			wantStats: limiter.Stats{Slots: 8, WaitingLimit: 2, QueueLen: 4, QueueTimeout: time.Second},
+		},
+		{
+			name:      "waiting limit and queue",
+			opts:      limiter.Options{WaitingLimit: 1, QueueLen: 3},
+			wantStats: limiter.Stats{WaitingLimit: 1, QueueLen: 3},
+		},
 		{name: "zero value", opts: limiter.Options{}, wantErr: []string{"slots", "got 0"}},
 		{name: "zero slots", opts: limiter.Options{Slots: 0, QueueLen: 4}, wantErr: []string{"slots", "got 0"}},
 		{name: "negative slots", opts: limiter.Options{Slots: -1}, wantErr: []string{"slots", "got -1"}},
+		{name: "queue and timeout only", opts: limiter.Options{QueueLen: 2, QueueTimeout: time.Second}, wantErr: []string{"slots", "got 0"}},
+		{name: "negative waiting limit", opts: limiter.Options{Slots: 1, WaitingLimit: -1}, wantErr: []string{"waiting", "got -1"}},
+		{name: "negative waiting limit alone", opts: limiter.Options{WaitingLimit: -2}, wantErr: []string{"waiting", "got -2"}},
 		{name: "negative queue", opts: limiter.Options{Slots: 1, QueueLen: -1}, wantErr: []string{"queue", "got -1"}},
 		{name: "negative timeout", opts: limiter.Options{Slots: 1, QueueTimeout: -time.Nanosecond}, wantErr: []string{"timeout", "got -1ns"}},
 		{
 			name:    "everything wrong",
-			opts:    limiter.Options{Slots: -2, QueueLen: -3, QueueTimeout: -time.Second},
-			wantErr: []string{"slots", "queue", "timeout", "got -2", "got -3", "got -1s"},
+			opts:    limiter.Options{Slots: -2, WaitingLimit: -4, QueueLen: -3, QueueTimeout: -time.Second},
+			wantErr: []string{"slots", "waiting", "queue", "timeout", "got -2", "got -4", "got -3", "got -1s"},
 		},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,8 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -243,6 +245,104 @@ func TestRaceTimeoutVsGrantSameInstant(t *testing.T) {
 				}
 			}
 			t.Logf("%d iterations: granted %d, context ended %d, timed out %d", iterations, seen.granted, seen.cancelled, seen.timedOut)
+		})
+	}
+}
+
+// TestRacePermitFirstTokenVsRelease reports a request's first token and
+// releases it at once, from different goroutines, while another goroutine
+// checks the invariants. Whatever the interleaving, the waiting place is
+// freed exactly once, and never after the slot: the limiter never counts
+// more requests before their first token than it holds (Stats and
+// CheckInvariants), and at the end holds nothing.
+//
+// Regression: FirstToken marked the place freed before taking the lock,
+// so a Release running in between freed the slot alone, and for an
+// instant Prefilling exceeded Holding.
+func TestRacePermitFirstTokenVsRelease(t *testing.T) {
+	iterations := 5000
+	if testing.Short() {
+		iterations = 500
+	}
+	tests := []struct {
+		name   string
+		calls  []string // run at once, one goroutine each
+		waiter bool     // a waiter is queued behind the holder
+	}{
+		{name: "FirstToken vs Release", calls: []string{"first", "release"}},
+		{name: "each twice", calls: []string{"first", "first", "release", "release"}},
+		{name: "FirstToken vs Release with a waiter", calls: []string{"first", "release"}, waiter: true},
+		{name: "each twice with a waiter", calls: []string{"first", "release", "first", "release"}, waiter: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLimiter(t, limiter.Options{Slots: 1, WaitingLimit: 1, QueueLen: 1})
+			stop := make(chan struct{})
+			var checker sync.WaitGroup
+			var broken error
+			checker.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := l.CheckInvariants(); err != nil {
+						broken = err
+						return
+					}
+					if s := l.Stats(); s.Prefilling > s.Holding || s.Prefilling < 0 {
+						broken = fmt.Errorf("Prefilling %d, Holding %d", s.Prefilling, s.Holding)
+						return
+					}
+					runtime.Gosched() // with one P, let the racers run
+				}
+			})
+			for i := range iterations {
+				p, err := l.Acquire(context.Background())
+				if err != nil {
+					t.Fatalf("iteration %d: %v", i, err)
+				}
+				var next chan *limiter.Permit
+				if tt.waiter {
+					queued := make(chan struct{})
+					next = make(chan *limiter.Permit, 1)
+					go func() {
+						q, err := l.AcquireRequest(context.Background(), limiter.Request{OnQueued: func() { close(queued) }})
+						if err != nil {
+							t.Errorf("iteration %d: waiter: %v", i, err)
+						}
+						next <- q
+					}()
+					<-queued
+				}
+				var racers sync.WaitGroup
+				for _, c := range tt.calls {
+					if c == "first" {
+						racers.Go(p.FirstToken)
+					} else {
+						racers.Go(p.Release)
+					}
+				}
+				racers.Wait()
+				if next != nil {
+					if q := <-next; q != nil {
+						q.Release()
+					}
+				}
+				if s := l.Stats(); s.Holding != 0 || s.Prefilling != 0 || s.Waiting != 0 {
+					t.Fatalf("iteration %d: after the releases %+v", i, s)
+				}
+			}
+			close(stop)
+			checker.Wait()
+			if broken != nil {
+				t.Fatal(broken)
+			}
+			s := l.Stats()
+			if want := uint64(iterations * btoi(tt.waiter)); s.AdmittedDirect != uint64(iterations) || s.AdmittedQueued != want {
+				t.Fatalf("at the end: %+v", s)
+			}
 		})
 	}
 }
