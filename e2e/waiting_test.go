@@ -306,23 +306,7 @@ func TestPerRankLimits(t *testing.T) {
 	sg := start(t, eng.url(), nil, "--per-rank-limits", "--data-parallel-size", "2",
 		"--engine-request-limit", "1", "--request-queue-limit", "1")
 	results := make(chan result, 3)
-	send := func(id, rank string) {
-		go func() {
-			req, _ := http.NewRequest(http.MethodPost, sg.proxy+"/v1/completions", strings.NewReader("{}"))
-			req.Header.Set("X-Request-Id", id)
-			if rank != "" {
-				req.Header.Set("X-Data-Parallel-Rank", rank)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				results <- result{err: err}
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			results <- result{status: resp.StatusCode, body: string(b), err: err}
-		}()
-	}
+	send := func(id, rank string) { go func() { results <- postRank(sg.proxy, id, rank) }() }
 	send("a", "")
 	eng.waitInFlight(t, 1)
 	send("b", "")
@@ -335,26 +319,13 @@ func TestPerRankLimits(t *testing.T) {
 	eventually(t, "the pinned request queued", func() bool { return sg.metric("dynamo_request_queue") == 1 })
 
 	// The pinned rank's queue is full too; the other rank's queue is not.
-	req, _ := http.NewRequest(http.MethodPost, sg.proxy+"/v1/completions", strings.NewReader("{}"))
-	req.Header.Set("X-Data-Parallel-Rank", pinned)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	r := postRank(sg.proxy, "d", pinned)
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	checkOverload(t, result{status: resp.StatusCode, header: resp.Header, body: string(b)}, 529, "Server overloaded: worker at capacity")
-
-	req, _ = http.NewRequest(http.MethodPost, sg.proxy+"/v1/completions", strings.NewReader("{}"))
-	req.Header.Set("X-Data-Parallel-Rank", "7")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "rank 7") {
-		t.Errorf("rank 7: %d %s, want 400 naming the rank", resp.StatusCode, b)
+	checkOverload(t, r, 529, "Server overloaded: worker at capacity")
+	if r = postRank(sg.proxy, "e", "7"); r.status != http.StatusBadRequest || !strings.Contains(r.body, "rank 7") {
+		t.Errorf("rank 7: %d %s %v, want 400 naming the rank", r.status, r.body, r.err)
 	}
 	for name, want := range map[string]float64{
 		"dynamo_backend_admission_engine_request_limit": 2, // N per rank, 2 ranks
@@ -374,6 +345,26 @@ func TestPerRankLimits(t *testing.T) {
 	if got := eng.rankOf("c"); got != pinned {
 		t.Errorf("the pinned request reached the engine with rank %q, want %q", got, pinned)
 	}
+}
+
+// postRank sends a completion with id as X-Request-Id, pinned to rank
+// unless it is empty.
+func postRank(url, id, rank string) result {
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader("{}"))
+	if err != nil {
+		return result{err: err}
+	}
+	req.Header.Set("X-Request-Id", id)
+	if rank != "" {
+		req.Header.Set("X-Data-Parallel-Rank", rank)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
 }
 
 // TestLimitsAtRunTime: POST /limits raises N while a request waits, which

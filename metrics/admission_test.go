@@ -366,3 +366,26 @@ func dequeueCounts(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	}
 	return out
 }
+
+// TestDequeueBySource: the queue's admissions split by the order that
+// chose them, from one limiter snapshot.
+func TestDequeueBySource(t *testing.T) {
+	tests := []struct {
+		name       string
+		stats      limiter.Stats
+		fifo, lifo float64
+	}{
+		{"none", limiter.Stats{}, 0, 0},
+		{"FIFO only", limiter.Stats{AdmittedQueued: 5}, 5, 0},
+		{"some by adaptive LIFO", limiter.Stats{AdmittedQueued: 5, DequeuedLIFO: 2}, 3, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, reg := newMetrics(t, func() limiter.Stats { return tt.stats })
+			got := dequeueCounts(t, reg)
+			if got["fifo"] != tt.fifo || got["adaptive_lifo"] != tt.lifo || len(got) != 2 {
+				t.Errorf("dequeue_total = %v, want fifo %v, adaptive_lifo %v", got, tt.fifo, tt.lifo)
+			}
+		})
+	}
+}
