@@ -38,6 +38,7 @@ var (
 	pkgMain    = module + "/cmd/slotgate"
 	pkgCommand = module + "/command"
 	pkgFlagenv = module + "/internal/flagenv"
+	pkgJSONAPI = module + "/internal/jsonapi"
 
 	envLib = "github.com/caarlos0/env/v11"
 
@@ -70,6 +71,9 @@ var rules = []rule{
 	{pkg: "internal/flagenv", stdlibOnly: true, allow: []string{envLib}},
 	// zap brings multierr with it; nothing else may come in.
 	{pkg: "internal/logging", stdlibOnly: true, allow: []string{"go.uber.org/zap", "go.uber.org/multierr"}},
+	// The JSON plumbing of the admin APIs (load/busy, admin/limits): the
+	// standard library only, so that those may import it.
+	{pkg: "internal/jsonapi", stdlibOnly: true},
 	// load is the vocabulary every load package shares (a count and its
 	// source, a rank's load): the standard library only, so that the
 	// standard-library-only load packages may import it.
@@ -88,8 +92,9 @@ var rules = []rule{
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	// The /limits API reads and sets the limiter's limits through an
-	// interface: the limiter's types, nothing else of slotgate's.
-	{pkg: "admin/limits", stdlibOnly: true, allow: []string{pkgLimiter}},
+	// interface: the limiter's types and the shared JSON plumbing, nothing
+	// else of slotgate's.
+	{pkg: "admin/limits", stdlibOnly: true, allow: []string{pkgLimiter, pkgJSONAPI}},
 	{pkg: "health", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	{pkg: "internal/testlog", stdlibOnly: true}, // a test helper: nothing of slotgate's
 	{pkg: "engine", stdlibOnly: true},           // the engine client: net/http and sockets, nothing of slotgate's
@@ -109,7 +114,8 @@ var rules = []rule{
 	// load allows the packages under it too, hence the forbid.)
 	{pkg: "load/inflight", stdlibOnly: true, allow: []string{module + "/load", module + "/load/estimate"},
 		forbid: []string{module + "/load/scrape"}},
-	{pkg: "load/busy", stdlibOnly: true, allow: []string{module + "/load"}, forbid: []string{module + "/load/scrape"}},
+	{pkg: "load/busy", stdlibOnly: true, allow: []string{module + "/load", pkgJSONAPI},
+		forbid: []string{module + "/load/scrape"}},
 	// report is the wire form that frontends import: nothing but the
 	// standard library, so a router embedding load/watch pulls in no
 	// scraper and no Prometheus.
@@ -123,7 +129,7 @@ var rules = []rule{
 	// of HTTP proxying, metrics or configuration.
 	{pkg: "load/merge", stdlibOnly: true, allow: append([]string{
 		module + "/load", module + "/load/busy", module + "/load/inflight", module + "/load/report",
-		module + "/load/scrape",
+		module + "/load/scrape", pkgJSONAPI, // pkgJSONAPI through load/busy
 	}, loadAllow...)},
 	// The simulated engine stands for a real one: it knows nothing of slotgate.
 	{pkg: "sim", forbid: []string{pkgProxy, pkgLimiter, pkgConfig, pkgMetrics, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},

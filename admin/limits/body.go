@@ -2,15 +2,13 @@ package limits
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/slotgate/slotgate/internal/jsonapi"
 	"github.com/slotgate/slotgate/limiter"
 )
 
@@ -58,20 +56,6 @@ func (p patch) apply(l limiter.Limits) limiter.Limits {
 	return l
 }
 
-// requestError is a body the handler refuses, with its HTTP status.
-type requestError struct {
-	status int
-	msg    string
-}
-
-func (e *requestError) Error() string { return e.msg }
-
-// unprocessable is a body that is not the expected JSON: 422, as Dynamo
-// answers when its JSON extractor cannot deserialize the body.
-func unprocessable(format string, args ...any) *requestError {
-	return &requestError{status: http.StatusUnprocessableEntity, msg: fmt.Sprintf(format, args...)}
-}
-
 // parseRequest parses a POST body: one JSON object whose keys are the
 // three limits, each optional. Keys are matched exactly, unlike
 // encoding/json's struct decoding, which also takes "ENGINE_REQUEST_LIMIT".
@@ -80,20 +64,10 @@ func unprocessable(format string, args ...any) *requestError {
 // value that is not a number (nor null, for N and W) is a 422. A number
 // outside its field's range, a null Q, or N and W both null is a 400 that
 // lists every such problem.
-func parseRequest(body []byte) (patch, *requestError) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return patch{}, unprocessable("invalid JSON body: %s", jsonProblem(err))
-	}
-	if fields == nil {
-		return patch{}, unprocessable("invalid JSON body: want an object, got null")
-	}
-	if unknown := unknownKeys(fields); len(unknown) > 0 {
-		noun := "field"
-		if len(unknown) > 1 {
-			noun = "fields"
-		}
-		return patch{}, unprocessable("unknown %s %s", noun, strings.Join(unknown, ", "))
+func parseRequest(body []byte) (patch, *jsonapi.Error) {
+	fields, jerr := jsonapi.DecodeObject(body, fieldSlots, fieldWaiting, fieldQueue)
+	if jerr != nil {
+		return patch{}, jerr
 	}
 	var p problems
 	req := patch{
@@ -105,37 +79,12 @@ func parseRequest(body []byte) (patch, *requestError) {
 		p.rng = append(p.rng, stayLimitedMsg)
 	}
 	if len(p.kind) > 0 {
-		return patch{}, unprocessable("%s", strings.Join(p.kind, "; "))
+		return patch{}, jsonapi.Unprocessable("%s", strings.Join(p.kind, "; "))
 	}
 	if len(p.rng) > 0 {
-		return patch{}, &requestError{status: http.StatusBadRequest, msg: strings.Join(p.rng, "; ")}
+		return patch{}, &jsonapi.Error{Status: http.StatusBadRequest, Message: strings.Join(p.rng, "; ")}
 	}
 	return req, nil
-}
-
-// jsonProblem describes err without the Go type names encoding/json puts
-// in some messages.
-func jsonProblem(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return "want an object, got " + typeErr.Value
-	}
-	return err.Error()
-}
-
-// unknownKeys returns the keys that are not fields of the API, sorted and
-// quoted, so that the message is the same whatever the map order.
-func unknownKeys(fields map[string]json.RawMessage) []string {
-	var unknown []string
-	for k := range fields {
-		switch k {
-		case fieldSlots, fieldWaiting, fieldQueue:
-		default:
-			unknown = append(unknown, strconv.Quote(k))
-		}
-	}
-	slices.Sort(unknown)
-	return unknown
 }
 
 // problems collects what is wrong with the fields, so that one answer
@@ -168,28 +117,14 @@ func (p *problems) limit(fields map[string]json.RawMessage, name string, least i
 		want = "an integer or null"
 	}
 	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
-		p.kind = append(p.kind, fmt.Sprintf("%s must be %s, got %s", name, want, clip(raw)))
+		p.kind = append(p.kind, fmt.Sprintf("%s must be %s, got %s", name, want, jsonapi.Clip(raw)))
 		return value{}
 	}
 	n, err := strconv.Atoi(string(raw))
 	if err != nil || n < least || n > MaxLimit {
 		p.rng = append(p.rng, fmt.Sprintf("%s must be an integer between %d and %d, got %s",
-			name, least, MaxLimit, clip(raw)))
+			name, least, MaxLimit, jsonapi.Clip(raw)))
 		return value{}
 	}
 	return value{given: true, n: n}
-}
-
-// clip shortens a raw value for a message: a body may hold a number of
-// thousands of digits.
-func clip(raw json.RawMessage) string {
-	const maxLen = 40
-	if len(raw) <= maxLen {
-		return string(raw)
-	}
-	cut := maxLen
-	for cut > 0 && !utf8.RuneStart(raw[cut]) {
-		cut-- // do not split a character
-	}
-	return string(raw[:cut]) + "..."
 }

@@ -30,7 +30,8 @@
 // of its own; the Gate serialises changes. Nothing here starts a
 // goroutine.
 //
-// The package imports only the standard library and the limiter's value
-// types: the gate it changes is an interface, Gate, which *gate.Limiters
-// satisfies.
+// The package imports only the standard library, the limiter's value
+// types and internal/jsonapi, the JSON plumbing it shares with the
+// /busy_threshold API: the gate it changes is an interface, Gate, which
+// *gate.Limiters satisfies.
 package limits

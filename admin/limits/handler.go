@@ -1,20 +1,18 @@
 package limits
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
+	"github.com/slotgate/slotgate/internal/jsonapi"
 	"github.com/slotgate/slotgate/limiter"
 )
 
 // Path is where the admin port serves the API; mount the handler there.
 const Path = "/limits"
 
-// MaxBodyBytes bounds a POST body. A larger one is refused with 413 before
-// it is parsed.
+// MaxBodyBytes bounds a POST body: the API takes three numbers, and an
+// admin port is no reason to buffer whatever a client sends. A larger body
+// is refused with 413 before it is parsed.
 const MaxBodyBytes = 64 << 10
 
 // allowedMethods answers a 405. HEAD is GET without the body, which
@@ -57,7 +55,8 @@ type Options struct {
 }
 
 // limitsJSON is the answer to a GET and to a successful POST: every field
-// present, an unset limit as null.
+// present, an unset limit as null. It always encodes: its values are
+// strings, integers and booleans.
 type limitsJSON struct {
 	EngineRequestLimit        *int   `json:"engine_request_limit"`
 	EngineRequestWaitingLimit *int   `json:"engine_request_waiting_limit"`
@@ -133,28 +132,27 @@ func NewHandler(opts Options) http.Handler {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		writeJSON(w, http.StatusOK, h.object(h.gate.Limits()))
+		jsonapi.WriteJSON(w, http.StatusOK, h.object(h.gate.Limits()))
 	case http.MethodPost:
 		h.post(w, r)
 	default:
-		w.Header().Set("Allow", allowedMethods)
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, allowedMethods))
+		jsonapi.MethodNotAllowed(w, r, allowedMethods)
 	}
 }
 
 func (h *handler) post(w http.ResponseWriter, r *http.Request) {
-	body, rerr := readBody(w, r)
+	body, rerr := jsonapi.ReadBody(w, r, MaxBodyBytes)
 	if rerr != nil {
-		writeError(w, rerr.status, rerr.msg)
+		jsonapi.WriteError(w, rerr.Status, rerr.Message)
 		return
 	}
 	p, rerr := parseRequest(body)
 	if rerr != nil {
-		writeError(w, rerr.status, rerr.msg)
+		jsonapi.WriteError(w, rerr.Status, rerr.Message)
 		return
 	}
 	if p.empty() {
-		writeJSON(w, http.StatusOK, h.object(h.gate.Limits()))
+		jsonapi.WriteJSON(w, http.StatusOK, h.object(h.gate.Limits()))
 		return
 	}
 	h.apply(w, p)
@@ -163,7 +161,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 // apply merges p into the limits in force and answers.
 func (h *handler) apply(w http.ResponseWriter, p patch) {
 	if isOff(h.gate.Limits()) {
-		writeError(w, http.StatusConflict, gateOffMsg)
+		jsonapi.WriteError(w, http.StatusConflict, gateOffMsg)
 		return
 	}
 	// The merge, and the check that depends on the limits in force, run
@@ -182,15 +180,15 @@ func (h *handler) apply(w http.ResponseWriter, p patch) {
 	})
 	switch {
 	case off:
-		writeError(w, http.StatusConflict, gateOffMsg)
+		jsonapi.WriteError(w, http.StatusConflict, gateOffMsg)
 		return
 	case unsetsBoth:
-		writeError(w, http.StatusBadRequest, stayLimitedMsg)
+		jsonapi.WriteError(w, http.StatusBadRequest, stayLimitedMsg)
 		return
 	case err != nil:
 		// parseRequest and the merge check let only valid limits through,
 		// so this is the gate failing; kept in case that ever happens.
-		writeError(w, http.StatusInternalServerError, "cannot change the limits: "+err.Error())
+		jsonapi.WriteError(w, http.StatusInternalServerError, "cannot change the limits: "+err.Error())
 		return
 	}
 	if old != now {
@@ -201,7 +199,7 @@ func (h *handler) apply(w http.ResponseWriter, p patch) {
 			"per_rank", h.gate.PerRank())
 		h.changed()
 	}
-	writeJSON(w, http.StatusOK, h.object(now))
+	jsonapi.WriteJSON(w, http.StatusOK, h.object(now))
 }
 
 // isOff reports the limits of a gate that is off: a gate that is on has N
@@ -236,37 +234,4 @@ func logValue(n int) any {
 		return nil
 	}
 	return n
-}
-
-// readBody reads at most MaxBodyBytes: the API takes three numbers, and an
-// admin port is no reason to buffer whatever a client sends.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *requestError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, &requestError{status: http.StatusRequestEntityTooLarge,
-			msg: fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes)}
-	case err != nil:
-		return nil, &requestError{status: http.StatusBadRequest, msg: "read request body: " + err.Error()}
-	}
-	return body, nil
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, struct {
-		Error string `json:"error"`
-	}{msg})
-}
-
-// writeJSON answers v. It cannot fail to encode: the values are strings,
-// integers and booleans.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }

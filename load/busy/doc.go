@@ -53,5 +53,6 @@
 // use. Nothing here starts a goroutine: a change is reported by a plain
 // callback, called by the goroutine that made it.
 //
-// The package imports only the standard library and the load vocabulary.
+// The package imports only the standard library, the load vocabulary and
+// internal/jsonapi, the JSON plumbing it shares with the /limits API.
 package busy

@@ -1,18 +1,17 @@
 package busy
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
+
+	"github.com/slotgate/slotgate/internal/jsonapi"
 )
 
 // Path is where Dynamo serves the API; mount the handler there.
 const Path = "/busy_threshold"
 
-// MaxBodyBytes bounds a POST body. A larger one is refused with 413 before
-// it is parsed.
+// MaxBodyBytes bounds a POST body: the API takes three numbers, and an
+// admin port is no reason to buffer whatever a client sends. A larger body
+// is refused with 413 before it is parsed.
 const MaxBodyBytes = 64 << 10
 
 // allowedMethods answers a 405. HEAD is GET without the body, which
@@ -20,7 +19,8 @@ const MaxBodyBytes = 64 << 10
 const allowedMethods = "GET, HEAD, POST"
 
 // thresholdsJSON is one model's thresholds in Dynamo's shape: every field
-// present, null when the check is off.
+// present, null when the check is off. It always encodes: its values are
+// strings and finite numbers (the store holds only valid thresholds).
 type thresholdsJSON struct {
 	Model                   string   `json:"model"`
 	ActiveDecodeBlocks      *float64 `json:"active_decode_blocks_threshold"`
@@ -74,26 +74,25 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		list := []thresholdsJSON{h.object(h.model, h.store.Load())}
-		writeJSON(w, http.StatusOK, struct {
+		jsonapi.WriteJSON(w, http.StatusOK, struct {
 			Thresholds []thresholdsJSON `json:"thresholds"`
 		}{list})
 	case http.MethodPost:
 		h.post(w, r)
 	default:
-		w.Header().Set("Allow", allowedMethods)
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, allowedMethods))
+		jsonapi.MethodNotAllowed(w, r, allowedMethods)
 	}
 }
 
 func (h *handler) post(w http.ResponseWriter, r *http.Request) {
-	body, rerr := readBody(w, r)
+	body, rerr := jsonapi.ReadBody(w, r, MaxBodyBytes)
 	if rerr != nil {
-		writeError(w, rerr.status, rerr.msg)
+		jsonapi.WriteError(w, rerr.Status, rerr.Message)
 		return
 	}
 	req, rerr := parseRequest(body)
 	if rerr != nil {
-		writeError(w, rerr.status, rerr.msg)
+		jsonapi.WriteError(w, rerr.Status, rerr.Message)
 		return
 	}
 	h.apply(w, req)
@@ -109,13 +108,13 @@ func (h *handler) apply(w http.ResponseWriter, req request) {
 	if err != nil {
 		// parseRequest validated the patch, and the store holds valid
 		// values, so the merge is valid; kept in case that ever changes.
-		writeError(w, http.StatusBadRequest, err.Error())
+		jsonapi.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if !old.equal(now) {
 		h.logf("busy thresholds changed", "model", model, "old", old.String(), "new", now.String())
 	}
-	writeJSON(w, http.StatusOK, h.object(model, now))
+	jsonapi.WriteJSON(w, http.StatusOK, h.object(model, now))
 }
 
 func (h *handler) object(model string, t Thresholds) thresholdsJSON {
@@ -125,37 +124,4 @@ func (h *handler) object(model string, t Thresholds) thresholdsJSON {
 		ActivePrefillTokens:     t.ActivePrefillTokens,
 		ActivePrefillTokensFrac: t.ActivePrefillTokensFrac,
 	}
-}
-
-// readBody reads at most MaxBodyBytes: the API takes three numbers, and an
-// admin port is no reason to buffer whatever a client sends.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *requestError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, &requestError{status: http.StatusRequestEntityTooLarge,
-			msg: fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes)}
-	case err != nil:
-		return nil, &requestError{status: http.StatusBadRequest, msg: "read request body: " + err.Error()}
-	}
-	return body, nil
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, struct {
-		Error string `json:"error"`
-	}{msg})
-}
-
-// writeJSON answers v. It cannot fail to encode: the values are strings
-// and finite numbers (the store holds only valid thresholds).
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
