@@ -89,6 +89,11 @@ var rules = []rule{
 	// The HTTP adapter: over the gate and the engine client, never the
 	// wiring, the metrics or the configuration.
 	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, pkgCommand, "github.com/prometheus"}},
+	// The gRPC adapter: over the gate, like the HTTP one, and beside it:
+	// never the HTTP proxy, the engine's HTTP client, the wiring, the
+	// metrics or the configuration.
+	{pkg: "grpcproxy", forbid: []string{pkgProxy, pkgEngine, pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, pkgCommand,
+		"github.com/prometheus", "go.uber.org/zap"}},
 	{pkg: "metrics", forbid: []string{pkgProxy, pkgConfig, pkgAdmin, pkgHealth, pkgCmd, pkgCommand}},
 	{pkg: "admin", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
 	// The /limits API reads and sets the limiter's limits through an

@@ -33,6 +33,7 @@ type app struct {
 	prober *health.Prober
 	drain  *drainer
 	load   *loadParts
+	grpc   *grpcParts
 
 	proxyServer, adminServer *http.Server
 }
@@ -92,6 +93,9 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	}
 	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, proxy: p, prober: prober, load: lp}
 	a.drain = newDrainer(log.Named("drain"))
+	if a.grpc, err = newGRPCParts(cfg, g, a.ready, log); err != nil {
+		return nil, err
+	}
 	adminHandler, err := admin.NewHandler(admin.Options{
 		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start, Routes: a.adminRoutes(),
 		Profiling: cfg.EnableProfiling,
@@ -99,7 +103,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if err != nil {
 		return nil, err
 	}
-	a.proxyServer = newProxyServer(p, log)
+	a.proxyServer = newProxyServer(protocolMux{http: p, grpc: a.grpc.srv}, log)
 	a.adminServer = newAdminServer(adminHandler, log)
 	return a, nil
 }
@@ -182,9 +186,9 @@ func newAdminServer(h http.Handler, log *zap.Logger) *http.Server {
 }
 
 // listeners are the ports slotgate serves; grpc is nil when
-// --admin-grpc-listen is off.
+// --admin-grpc-listen is off, grpcProxy when --grpc-listen is unset.
 type listeners struct {
-	proxy, admin, grpc net.Listener
+	proxy, admin, grpc, grpcProxy net.Listener
 }
 
 // listen binds every port before anything is served, so that a port in use
@@ -198,6 +202,7 @@ func (a *app) listen() (listeners, error) {
 		{&ls.proxy, flagName(a.cfg, "listen"), a.cfg.Listen},
 		{&ls.admin, flagName(a.cfg, "admin-listen"), a.cfg.AdminListen},
 		{&ls.grpc, flagName(a.cfg, "admin-grpc-listen"), a.cfg.AdminGRPCListen},
+		{&ls.grpcProxy, flagName(a.cfg, "grpc-listen"), a.cfg.GRPCListen},
 	}
 	for i, b := range binds {
 		if b.addr == "" {

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Exit statuses of run.
@@ -41,32 +43,49 @@ func (a *app) run(signals <-chan os.Signal) int {
 // servers, cutting their connections, and ends the rest without waiting,
 // since the process exits at once by design.
 func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
-	grpcAddr := "off"
-	if ls.grpc != nil {
-		grpcAddr = ls.grpc.Addr().String()
-	}
 	a.log.Info("listening", zap.String("proxy", ls.proxy.Addr().String()), zap.String("admin", ls.admin.Addr().String()),
-		zap.String("grpc", grpcAddr))
+		zap.String("grpc", addrOrOff(ls.grpc)), zap.String("grpc_proxy", addrOrOff(ls.grpcProxy)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	serveErr := make(chan error, 3)
+	serveErr := make(chan error, 4)
 	wg.Go(func() { serveErr <- serve(a.proxyServer, ls.proxy) })
 	wg.Go(func() { serveErr <- serve(a.adminServer, ls.admin) })
 	if ls.grpc != nil {
 		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc, a.drain.begun) })
+	}
+	if ls.grpcProxy != nil {
+		wg.Go(func() { serveErr <- serveGRPC(a.grpc.srv, ls.grpcProxy) })
 	}
 	wg.Go(func() { _ = a.prober.Run(ctx) })
 	wg.Go(func() { a.load.run(ctx) })
 	code, now := a.await(signals, serveErr)
 	a.adminServer.Close()
 	a.proxyServer.Close()
+	a.grpc.srv.Stop()
 	cancel()
 	if !now {
 		wg.Wait()
 		a.engine.Close() // every answer is closed: no connection is in use
+		a.grpc.close()
 	}
 	return code
+}
+
+// addrOrOff is a listener's address for the log, "off" without one.
+func addrOrOff(ln net.Listener) string {
+	if ln == nil {
+		return "off"
+	}
+	return ln.Addr().String()
+}
+
+// serveGRPC runs srv on ln; it returns nil once the server was stopped.
+func serveGRPC(srv *grpc.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("gRPC proxy: %w", err)
+	}
+	return nil
 }
 
 // serve runs srv on ln; it returns nil once the server was shut down.
@@ -145,6 +164,7 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 		a.log.Warn("second signal: exiting now")
 		return exitFailed, true
 	}
+	a.grpc.stop(ctx) // its calls ended with the requests above: it stops at once
 	a.log.Info("drained: exiting")
 	return exitOK, false
 }

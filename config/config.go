@@ -58,6 +58,15 @@ type Config struct {
 	Listen string
 	// EngineURL is the engine's base URL (--engine-url, SLOTGATE_ENGINE_URL).
 	EngineURL *url.URL
+	// EngineGRPCURL is the engine's gRPC server (--engine-grpc-url,
+	// SLOTGATE_ENGINE_GRPC_URL); nil when unset.
+	EngineGRPCURL *url.URL
+	// GRPCListen is a port of its own for gRPC calls (--grpc-listen,
+	// SLOTGATE_GRPC_LISTEN); "" (unset or off) is none.
+	GRPCListen string
+	// GRPCMaxMessageBytes bounds each gRPC message
+	// (--grpc-max-message-bytes, SLOTGATE_GRPC_MAX_MESSAGE_BYTES, 64 MiB).
+	GRPCMaxMessageBytes int
 	// AdminListen is the admin address (--admin-listen,
 	// SLOTGATE_ADMIN_LISTEN, ":9090").
 	AdminListen string
@@ -172,6 +181,7 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 		v.Fail("admin-listen", r.AdminListen, "must differ from the proxy address "+v.Name("listen"))
 	}
 	c.EngineURL = v.URL("engine-url", r.EngineURL)
+	c.fillGRPC(r, v)
 	c.EngineHealthPath = path(v, "engine-health-path", r.EngineHealthPath)
 	c.PassthroughPaths = paths(v, "passthrough-paths", r.PassthroughPaths)
 	c.MaxRequestBodyBytes = int64(intAtLeast(v, "max-request-body-bytes", r.MaxRequestBody, 1))

@@ -16,6 +16,9 @@ type raw struct {
 	QueueAdaptiveLIFO         string `flag:"queue-adaptive-lifo" env:"DYN_DYNAMO_REQUEST_QUEUE_ENABLE_ADAPTIVE_LIFO" envDefault:"false" bool:"true" usage:"after a queue-timeout rejection, take exactly one admission from the newest waiter instead of the oldest; needs a queue timeout"`
 	Listen                    string `flag:"listen" env:"SLOTGATE_LISTEN" envDefault:":8080" usage:"proxy address, HTTP/1.1 and cleartext HTTP/2 (h2c)"`
 	EngineURL                 string `flag:"engine-url" env:"SLOTGATE_ENGINE_URL" envDefault:"http://127.0.0.1:8000" usage:"the engine's base URL"`
+	EngineGRPCURL             string `flag:"engine-grpc-url" env:"SLOTGATE_ENGINE_GRPC_URL" usage:"the engine's gRPC server, http://host:port (cleartext HTTP/2); unset: gRPC calls are answered UNIMPLEMENTED"`
+	GRPCListen                string `flag:"grpc-listen" env:"SLOTGATE_GRPC_LISTEN" usage:"a port of its own for gRPC calls, beside the proxy port, which takes them too; unset or off: none"`
+	GRPCMaxMessageBytes       string `flag:"grpc-max-message-bytes" env:"SLOTGATE_GRPC_MAX_MESSAGE_BYTES" envDefault:"67108864" usage:"largest gRPC message either way; a larger one ends its call with RESOURCE_EXHAUSTED"`
 	AdminListen               string `flag:"admin-listen" env:"SLOTGATE_ADMIN_LISTEN" envDefault:":9090" usage:"admin address: /metrics, /livez, /readyz, POST /drain; never the proxy port"`
 	EngineHealthPath          string `flag:"engine-health-path" env:"SLOTGATE_ENGINE_HEALTH_PATH" envDefault:"/health" usage:"engine path polled every second for /readyz"`
 	PassthroughPaths          string `flag:"passthrough-paths" env:"SLOTGATE_PASSTHROUGH_PATHS" envDefault:"/health,/v1/models,/metrics,/version" usage:"comma-separated engine paths proxied without taking a slot"`

@@ -141,8 +141,13 @@ func TestUsageMatchesLoad(t *testing.T) {
 			}
 			if def == "(unset)" {
 				def = "0.5" // valid for every setting without a default
-				if name == "engine-request-limit" || name == "engine-request-waiting-limit" || name == "active-prefill-tokens-threshold" {
+				switch name {
+				case "engine-request-limit", "engine-request-waiting-limit", "active-prefill-tokens-threshold":
 					def = "4"
+				case "engine-grpc-url":
+					def = "http://127.0.0.1:50051"
+				case "grpc-listen":
+					def = "127.0.0.1:9092"
 				}
 			}
 			env := base()

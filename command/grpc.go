@@ -1,0 +1,146 @@
+package command
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/slotgate/slotgate/config"
+	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/grpcproxy"
+	"github.com/slotgate/slotgate/internal/logging"
+)
+
+// msgNoGRPCEngine answers gRPC calls when no engine gRPC URL is set.
+const msgNoGRPCEngine = "slotgate: no gRPC engine is configured; set --engine-grpc-url (SLOTGATE_ENGINE_GRPC_URL)"
+
+// grpcParts are the gRPC proxy: its server, which takes calls on the
+// proxy port and on --grpc-listen, and its connection to the engine.
+type grpcParts struct {
+	srv    *grpc.Server
+	engine *grpc.ClientConn // nil without --engine-grpc-url
+}
+
+// newGRPCParts builds the gRPC proxy over the gate that HTTP uses, so
+// that both protocols share the engine's slots. The server answers
+// grpc.health.v1 itself, from readiness; every other service goes to the
+// engine, server reflection included.
+func newGRPCParts(cfg config.Config, g *gate.Gate, ready func() error, log *zap.Logger) (*grpcParts, error) {
+	parts := &grpcParts{}
+	var opts []grpc.ServerOption
+	if cfg.EngineGRPCURL == nil {
+		opts = append(opts, grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error {
+			return status.Error(codes.Unimplemented, msgNoGRPCEngine)
+		}))
+	} else {
+		cc, err := grpc.NewClient(cfg.EngineGRPCURL.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, err
+		}
+		p, err := grpcproxy.New(grpcproxy.Options{
+			Gate: g, Engine: cc, MaxMessageBytes: cfg.GRPCMaxMessageBytes, RetryAfter: cfg.RetryAfter,
+			Logger: logging.Slog(log.Named("grpc")),
+		})
+		if err != nil {
+			_ = cc.Close()
+			return nil, err
+		}
+		parts.engine = cc
+		opts = p.ServerOptions()
+	}
+	parts.srv = grpc.NewServer(opts...)
+	healthgrpc.RegisterHealthServer(parts.srv, &readinessHealth{ready: ready})
+	return parts, nil
+}
+
+// close ends the connection to the engine; the server is stopped by the
+// lifecycle.
+func (gp *grpcParts) close() {
+	if gp.engine != nil {
+		_ = gp.engine.Close()
+	}
+}
+
+// stop ends the server: gracefully, letting calls finish until ctx ends,
+// then at once.
+func (gp *grpcParts) stop(ctx context.Context) {
+	stopped := make(chan struct{})
+	go func() { gp.srv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		gp.srv.Stop()
+		<-stopped
+	}
+}
+
+// isGRPC reports whether r is a gRPC call: HTTP/2 with a gRPC content
+// type, as grpc-go's own ServeHTTP requires.
+func isGRPC(r *http.Request) bool {
+	return r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
+}
+
+// protocolMux sends gRPC calls on the proxy port to the gRPC server and
+// everything else to the HTTP proxy.
+type protocolMux struct {
+	http http.Handler
+	grpc http.Handler
+}
+
+func (m protocolMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if isGRPC(r) {
+		m.grpc.ServeHTTP(w, r)
+		return
+	}
+	m.http.ServeHTTP(w, r)
+}
+
+// readinessHealth answers grpc.health.v1 from slotgate's readiness (the
+// engine's health and the drain), for any service name, so that a
+// Kubernetes gRPC probe on the proxy port reads what /readyz does.
+type readinessHealth struct {
+	healthgrpc.UnimplementedHealthServer
+	ready func() error
+}
+
+// watchPoll is how often Watch looks at readiness again.
+const watchPoll = time.Second
+
+func (h *readinessHealth) status() healthgrpc.HealthCheckResponse_ServingStatus {
+	if h.ready() != nil {
+		return healthgrpc.HealthCheckResponse_NOT_SERVING
+	}
+	return healthgrpc.HealthCheckResponse_SERVING
+}
+
+func (h *readinessHealth) Check(context.Context, *healthgrpc.HealthCheckRequest) (*healthgrpc.HealthCheckResponse, error) {
+	return &healthgrpc.HealthCheckResponse{Status: h.status()}, nil
+}
+
+// Watch sends the status, then each change, until the call ends.
+func (h *readinessHealth) Watch(_ *healthgrpc.HealthCheckRequest, stream healthgrpc.Health_WatchServer) error {
+	last := healthgrpc.HealthCheckResponse_SERVICE_UNKNOWN
+	tick := time.NewTicker(watchPoll)
+	defer tick.Stop()
+	for {
+		if s := h.status(); s != last {
+			if err := stream.Send(&healthgrpc.HealthCheckResponse{Status: s}); err != nil {
+				return err
+			}
+			last = s
+		}
+		select {
+		case <-stream.Context().Done():
+			return status.FromContextError(stream.Context().Err()).Err()
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package grpcproxy
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/slotgate/slotgate/gate"
+)
+
+// DefaultMaxMessageBytes bounds each message, both ways, when
+// Options.MaxMessageBytes is 0: room for a long prompt and its token ids.
+const DefaultMaxMessageBytes = 64 << 20
+
+// Options configure a Proxy.
+type Options struct {
+	// Gate admits each call: the same gate as the HTTP proxy's, so that
+	// both protocols share the engine's slots. Required.
+	Gate *gate.Gate
+	// Engine is the connection to the engine's gRPC server, dialled by the
+	// caller (a *grpc.ClientConn). Required.
+	Engine grpc.ClientConnInterface
+	// MaxMessageBytes bounds each message, from the client and from the
+	// engine; a message over it ends the call with RESOURCE_EXHAUSTED.
+	// 0: DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// RetryAfter is sent, in whole seconds rounded up, as "retry-after"
+	// trailer metadata on overload and draining refusals, as HTTP's
+	// Retry-After. 0: none.
+	RetryAfter time.Duration
+	// Logger gets the engine's failures and panics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Proxy forwards every gRPC call that its server does not serve itself to
+// the engine, once the gate admitted it. It is safe for concurrent use.
+type Proxy struct {
+	gate       *gate.Gate
+	engine     grpc.ClientConnInterface
+	maxMsg     int
+	retryAfter string // "": none
+	log        *slog.Logger
+	ids        *idSource
+	callOpts   []grpc.CallOption // every engine call's, before its content-subtype
+}
+
+// New checks opts and returns a Proxy; it starts nothing.
+func New(opts Options) (*Proxy, error) {
+	switch {
+	case opts.Gate == nil:
+		return nil, errors.New("grpcproxy: a gate is required")
+	case opts.Engine == nil:
+		return nil, errors.New("grpcproxy: an engine connection is required")
+	case opts.MaxMessageBytes < 0:
+		return nil, errors.New("grpcproxy: the message size bound must not be negative")
+	case opts.RetryAfter < 0:
+		return nil, errors.New("grpcproxy: retry-after must not be negative")
+	}
+	p := &Proxy{gate: opts.Gate, engine: opts.Engine, maxMsg: opts.MaxMessageBytes, log: opts.Logger, ids: newIDSource()}
+	if p.maxMsg == 0 {
+		p.maxMsg = DefaultMaxMessageBytes
+	}
+	if opts.RetryAfter > 0 {
+		p.retryAfter = strconv.Itoa(int(math.Ceil(opts.RetryAfter.Seconds())))
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p.callOpts = []grpc.CallOption{
+		grpc.ForceCodecV2(codec{}),
+		grpc.MaxCallRecvMsgSize(p.maxMsg),
+		grpc.MaxCallSendMsgSize(p.maxMsg),
+	}
+	return p, nil
+}
+
+// ServerOptions are the options of the proxy's grpc.Server: the handler of
+// every service not registered on the server, the codec that passes
+// messages through, and the message size bound.
+//
+// The codec is forced for the whole server; it encodes anything but the
+// proxy's own messages as protobuf, so services registered on the same
+// server (grpc.health.v1, the load report) work as usual, provided they
+// use protobuf.
+func (p *Proxy) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.UnknownServiceHandler(p.handle),
+		grpc.ForceServerCodecV2(codec{}),
+		grpc.MaxRecvMsgSize(p.maxMsg),
+		grpc.MaxSendMsgSize(p.maxMsg),
+	}
+}

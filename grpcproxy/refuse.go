@@ -1,0 +1,71 @@
+package grpcproxy
+
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/slotgate/slotgate/gate"
+)
+
+// Messages of the statuses slotgate gives itself: the HTTP proxy's, byte
+// for byte (frontends match the overload message's prefix).
+const (
+	MessageCapacity     = "Server overloaded: worker at capacity"
+	MessageQueueTimeout = "Server overloaded: request rejected after exceeding the backend admission queue delay"
+	MessageUnreachable  = "Server unavailable: engine unreachable"
+	MessageDraining     = "Server unavailable: draining"
+	MessageBusy         = "Server overloaded: worker busy"
+	MessagePolicy       = "Server overloaded: request rejected by admission policy"
+	MessageBadRequest   = "Request could not be read"
+	MessageTooLarge     = "Request message too large"
+)
+
+// refusal is how one refusal outcome is answered.
+type refusal struct {
+	code    codes.Code
+	message string // the default; a classifier's own message replaces it
+	reason  string // ReasonKey, as HTTP's X-Slotgate-Reason
+	retry   bool   // with RetryAfterKey
+}
+
+// refusals maps each refusal outcome to its status: the one place where a
+// refusal becomes a gRPC code (RESOURCE_EXHAUSTED for overload, as
+// style.md's table; UNAVAILABLE for draining).
+var refusals = map[gate.Outcome]refusal{
+	gate.RejectedCapacity:     {codes.ResourceExhausted, MessageCapacity, "capacity", true},
+	gate.RejectedQueueTimeout: {codes.ResourceExhausted, MessageQueueTimeout, "queue_timeout", true},
+	gate.RejectedQueueExpired: {codes.ResourceExhausted, MessageQueueTimeout, "queue_timeout", true},
+	gate.RejectedPolicy:       {codes.ResourceExhausted, MessagePolicy, "policy", true},
+	gate.RejectedRateLimited:  {codes.ResourceExhausted, MessagePolicy, "rate_limited", true},
+	gate.RejectedBusy:         {codes.ResourceExhausted, MessageBusy, "busy", true},
+	gate.RejectedDraining:     {codes.Unavailable, MessageDraining, "draining", true},
+	gate.RejectedTooLarge:     {codes.ResourceExhausted, MessageTooLarge, "too_large", false},
+	gate.RejectedBadRequest:   {codes.InvalidArgument, MessageBadRequest, "bad_request", false},
+}
+
+// refuse answers a call the gate refused, before anything reached the
+// engine: a status and its trailers, nothing else. A client that left
+// (cancelled_queued) gets its context's status, which it never sees.
+func (p *Proxy) refuse(c *call, d gate.Decision) error {
+	if c.Outcome == gate.CancelledQueued {
+		if err := c.ctx.Err(); err != nil {
+			return status.FromContextError(err).Err()
+		}
+		return status.Error(codes.Canceled, "client cancelled while queued")
+	}
+	r, ok := refusals[c.Outcome]
+	if !ok {
+		r = refusals[gate.RejectedBadRequest] // as over HTTP: anything else is the request's fault
+	}
+	msg := r.message
+	if d.Message != "" {
+		msg = d.Message
+	}
+	tr := metadata.Pairs(ReasonKey, r.reason, RequestIDKey, c.ID)
+	if r.retry && p.retryAfter != "" {
+		tr.Set(RetryAfterKey, p.retryAfter)
+	}
+	c.ss.SetTrailer(tr)
+	return status.Error(r.code, msg)
+}
