@@ -13,6 +13,12 @@
 // streaming and not, and reports load as vLLM, SGLang or TensorRT-LLM would
 // (Dialect), plus enginesim's own gauges (OwnMetricsPath).
 //
+// The gRPC service (NewGRPCService) serves the subset of vLLM's
+// vllm.grpc.engine.VllmEngine in protos/vllm/grpc/engine (Generate, a
+// token stream; HealthCheck; Abort) and grpc.health.v1. Its requests go to
+// the same Engine as the HTTP API's, so they share its scheduler and
+// counts, the count before the first token included.
+//
 // Invariants, each checked by the tests:
 //
 //   - Per rank, the blocks held by running requests never exceed the usable

@@ -22,6 +22,7 @@ type Engine struct {
 	admitMu sync.Mutex // serialises rank choice and enqueue in Submit
 	started atomic.Bool
 	stopped atomic.Bool
+	done    chan struct{} // closed when Run returns, once stopped is set
 }
 
 // New validates opts, applies the defaults to its zero fields, and returns
@@ -32,7 +33,7 @@ func New(opts Options) (*Engine, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("engine options: %w", err)
 	}
-	e := &Engine{opts: opts}
+	e := &Engine{opts: opts, done: make(chan struct{})}
 	if opts.IterationStatsLimit > 0 {
 		e.iters = newIterBuffer(opts.IterationStatsLimit)
 	}
@@ -58,6 +59,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	e.stopped.Store(true)
+	close(e.done)
 	return nil
 }
 

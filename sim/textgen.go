@@ -75,8 +75,20 @@ func FinishReason(n, maxTokens int) string {
 // Word returns the text of output token i of the request with key, without
 // spacing.
 func Word(key uint64, i int) string {
-	k := int(splitmix64(key+uint64(i)) % uint64(wordCount))
+	k := wordIndex(key, i)
 	return strings.TrimRight(wordTable[k*wordWidth:(k+1)*wordWidth], " ")
+}
+
+// TokenID returns the id of output token i of the request with key, as the
+// gRPC API streams it: its word's place in the word table, above the chat
+// template's ids, so that equal words have equal ids.
+func TokenID(key uint64, i int) int {
+	return firstTextToken + wordIndex(key, i)
+}
+
+// wordIndex is the place in wordTable of output token i's word.
+func wordIndex(key uint64, i int) int {
+	return int(splitmix64(key+uint64(i)) % uint64(wordCount))
 }
 
 // splitmix64 is Vigna's SplitMix64 finaliser: a fixed, seedable mix that

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/slotgate/slotgate/internal/flagenv"
 	"github.com/slotgate/slotgate/sim"
@@ -14,6 +15,9 @@ import (
 type Config struct {
 	// Listen is the API address (--listen).
 	Listen string
+	// GRPCListen is the gRPC API's address (--grpc-listen); "" (unset or
+	// off) is none.
+	GRPCListen string
 	// Model is the served model name (--model).
 	Model string
 	// Engine holds --max-num-seqs, --max-num-queued-reqs, --num-gpu-blocks,
@@ -54,6 +58,7 @@ func Load(args []string, environ map[string]string) (Config, error) {
 
 func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.Listen = v.Address("listen", r.Listen)
+	c.fillGRPCListen(r, v)
 	c.Model = v.NonEmpty("model", r.Model)
 	e := &c.Engine
 	e.MaxNumSeqs = intRange(v, "max-num-seqs", r.MaxNumSeqs, 1, maxInt)
@@ -76,6 +81,19 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.Seed = seed(v, "seed", r.Seed)
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
+}
+
+// fillGRPCListen reads --grpc-listen: empty or off is none; an address
+// must differ from --listen, unless both pick a free port.
+func (c *Config) fillGRPCListen(r *raw, v *flagenv.Checker) {
+	a := strings.TrimSpace(r.GRPCListen)
+	if a == "" || strings.EqualFold(a, "off") {
+		return
+	}
+	c.GRPCListen = v.Address("grpc-listen", r.GRPCListen)
+	if c.GRPCListen != "" && c.GRPCListen == c.Listen && !strings.HasSuffix(c.GRPCListen, ":0") {
+		v.Fail("grpc-listen", r.GRPCListen, "must differ from "+v.Name("listen"))
+	}
 }
 
 // checkCombinations checks the rules between settings, each reported once
@@ -105,7 +123,8 @@ func Usage(w io.Writer) {
 // usageIntro opens the --help text.
 const usageIntro = "Usage: enginesim [flags]\n\n" +
 	"enginesim is a simulated LLM inference engine: an OpenAI-compatible server with vLLM's\n" +
-	"scheduler, a paged KV cache and Dynamo mocker's step times, but no GPU.\n" +
+	"scheduler, a paged KV cache and Dynamo mocker's step times, but no GPU. With\n" +
+	"--grpc-listen it also serves vLLM's gRPC Generate, on the same engine.\n" +
 	"GET " + sim.OwnMetricsPath + " serves its own gauges in every metrics dialect, among them\n" +
 	sim.MetricBeforeFirstTokenMax + ": the most requests before their first\n" +
 	"output token at once since start.\n" +

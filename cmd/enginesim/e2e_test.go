@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	enginepb "github.com/slotgate/slotgate/protos/vllm/grpc/engine"
 )
 
 // TestBinary runs the real enginesim on a port the kernel picks, finds it
@@ -69,5 +71,41 @@ func TestBinaryBadFlag(t *testing.T) {
 	}
 	if want := `enginesim: --speedup-ratio: must be a positive number such as 1, 0.5 or 100, got "0"`; strings.TrimSpace(string(out)) != want {
 		t.Fatalf("stderr %q, want %q", out, want)
+	}
+}
+
+// TestBinaryGRPC runs the real enginesim with its gRPC port set by
+// ENGINESIM_GRPC_LISTEN, finds it in the listening line, streams one
+// Generate call, and stops it with SIGTERM.
+func TestBinaryGRPC(t *testing.T) {
+	log := &logBuffer{}
+	cmd := exec.Command(binary, "--listen", "127.0.0.1:0", "--speedup-ratio", "100")
+	cmd.Env = []string{"ENGINESIM_GRPC_LISTEN=127.0.0.1:0"}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	l := listening(t, log, exited)
+	if l.GRPCAddr == "" {
+		t.Fatalf("no grpc_addr in the listening line:\n%s", log)
+	}
+	client := enginepb.NewVllmEngineClient(dialGRPC(t, l.GRPCAddr))
+	if n, done := readGenerate(t, mustGenerate(t, client, generateReq(16))); n != 16 || done.GetPromptTokens() != 2 {
+		t.Fatalf("%d tokens streamed, complete %v; want 16 tokens of a 2-token prompt", n, done)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(waitLimit):
+		t.Fatal("enginesim did not exit after SIGTERM")
+	}
+	if waitErr != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", waitErr, log)
 	}
 }

@@ -33,15 +33,27 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
+// listeningLine is what the tests read of the "listening" line.
+type listeningLine struct {
+	Msg, Addr string
+	GRPCAddr  string `json:"grpc_addr"`
+}
+
 // listeningAddr waits for the JSON "listening" line and returns its addr.
 func listeningAddr(t *testing.T, log *logBuffer, exited <-chan struct{}) string {
+	t.Helper()
+	return listening(t, log, exited).Addr
+}
+
+// listening waits for the JSON "listening" line and returns it.
+func listening(t *testing.T, log *logBuffer, exited <-chan struct{}) listeningLine {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) {
 		for _, line := range strings.Split(log.String(), "\n") {
-			var l struct{ Msg, Addr string }
+			var l listeningLine
 			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Addr != "" {
-				return l.Addr
+				return l
 			}
 		}
 		select {
@@ -51,7 +63,7 @@ func listeningAddr(t *testing.T, log *logBuffer, exited <-chan struct{}) string 
 		}
 	}
 	t.Fatalf("no listening line:\n%s", log)
-	return ""
+	return listeningLine{}
 }
 
 // client returns an HTTP client whose connections are closed at cleanup,

@@ -10,7 +10,7 @@ import (
 // it came from.
 func logConfig(log *zap.Logger, c Config) {
 	fields := []zap.Field{
-		zap.String("listen", c.Listen), zap.String("model", c.Model),
+		zap.String("listen", c.Listen), zap.String("grpc_listen", c.GRPCListen), zap.String("model", c.Model),
 		zap.Int("max_num_seqs", c.Engine.MaxNumSeqs), zap.Int("max_num_queued_reqs", c.Engine.MaxNumQueuedReqs),
 		zap.Int("num_gpu_blocks", c.Engine.NumGPUBlocks), zap.Int("block_size", c.Engine.BlockSize),
 		zap.Int("max_num_batched_tokens", c.Engine.MaxNumBatchedTokens),

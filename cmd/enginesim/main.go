@@ -1,7 +1,8 @@
 // Command enginesim is a simulated LLM inference engine: an
 // OpenAI-compatible server with vLLM's scheduler (max-num-seqs, a paged KV
 // cache, chunked prefill, preemption), Dynamo mocker's step times and the
-// load metrics of vLLM, SGLang or TensorRT-LLM, and no GPU. It lets
+// load metrics of vLLM, SGLang or TensorRT-LLM, and no GPU; with
+// --grpc-listen, vLLM's gRPC Generate too, on the same engine. It lets
 // slotgate be tried, tested and benchmarked anywhere. Run it with --help
 // for its settings.
 package main

@@ -13,6 +13,7 @@ import (
 // started is run in a goroutine of the test, fed signals by the test.
 type started struct {
 	addr    string
+	grpc    string // the grpc_addr of the listening line; "" without --grpc-listen
 	log     *logBuffer
 	signals chan os.Signal
 	code    chan int
@@ -26,7 +27,8 @@ func startRun(t *testing.T, args []string, env map[string]string) *started {
 		defer close(exited)
 		s.code <- run(args, env, io.Discard, s.log, s.signals)
 	}()
-	s.addr = listeningAddr(t, s.log, exited)
+	l := listening(t, s.log, exited)
+	s.addr, s.grpc = l.Addr, l.GRPCAddr
 	t.Cleanup(func() { // a test that failed early still stops run
 		select {
 		case s.signals <- syscall.SIGTERM:
@@ -110,14 +112,29 @@ func TestRunHelp(t *testing.T) {
 	}
 }
 
+// A taken port, HTTP or gRPC, stops start-up with status 1.
 func TestRunListenFailure(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var stderr logBuffer
-	if code := run([]string{"--listen", ln.Addr().String()}, nil, io.Discard, &stderr, nil); code != exitFailed {
-		t.Fatalf("listening on a taken port: exit %d, want 1\n%s", code, stderr.String())
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"HTTP", []string{"--listen", ln.Addr().String()}},
+		{"gRPC", []string{"--listen", "127.0.0.1:0", "--grpc-listen", ln.Addr().String()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr logBuffer
+			if code := run(tt.args, nil, io.Discard, &stderr, nil); code != exitFailed {
+				t.Fatalf("listening on a taken port: exit %d, want 1\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "start-up failed") || strings.Contains(stderr.String(), `"msg":"listening"`) {
+				t.Errorf("log:\n%s", stderr.String())
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ package main
 // order of --help.
 type raw struct {
 	Listen              string `flag:"listen" env:"ENGINESIM_LISTEN" envDefault:"127.0.0.1:8000" usage:"address of the OpenAI-compatible API; port 0 picks a free port, logged in the \"listening\" line"`
+	GRPCListen          string `flag:"grpc-listen" env:"ENGINESIM_GRPC_LISTEN" usage:"address of the gRPC API on the same engine: vLLM's vllm.grpc.engine.VllmEngine (Generate, HealthCheck, Abort) and grpc.health.v1; port 0 picks a free port, logged as grpc_addr in the \"listening\" line; unset or off: none"`
 	Model               string `flag:"model" env:"ENGINESIM_MODEL" envDefault:"sim-model" usage:"served model name; requests naming another model get 404"`
 	MaxNumSeqs          string `flag:"max-num-seqs" env:"ENGINESIM_MAX_NUM_SEQS" envDefault:"256" usage:"most requests running at once on each data-parallel rank"`
 	MaxNumQueuedReqs    string `flag:"max-num-queued-reqs" env:"ENGINESIM_MAX_NUM_QUEUED_REQS" envDefault:"0" usage:"most requests running + waiting on each rank, beyond which requests get 503 (vllm-project/vllm#49445); 0: unbounded"`
