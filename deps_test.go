@@ -141,10 +141,17 @@ var rules = []rule{
 	// Generated code: grpc and protobuf only, never slotgate's own packages
 	// (style.md §3).
 	{pkg: "protos/slotgate/load/v1", stdlibOnly: true, allow: grpcAllow},
+	// vLLM's engine API as enginesim serves it: generated too.
+	{pkg: "protos/vllm/grpc/engine", stdlibOnly: true, allow: grpcAllow},
 	// The load service serves load/report's snapshots with the generated
 	// code, and nothing else: the wiring is cmd's.
 	{pkg: "load/loadgrpc", stdlibOnly: true, allow: slices.Concat([]string{
 		module + "/load/report", module + "/protos/slotgate/load/v1",
+	}, grpcAllow)},
+	// ORCA's report for gRPC balancers: the snapshots, grpc-go's orca and
+	// the xds protos it brings, nothing else: the wiring is cmd's.
+	{pkg: "load/orcagrpc", stdlibOnly: true, allow: slices.Concat([]string{
+		module + "/load/report", "github.com/cncf/xds/go", "github.com/envoyproxy/protoc-gen-validate",
 	}, grpcAllow)},
 }
 

@@ -1,0 +1,130 @@
+package orcagrpc
+
+import (
+	"maps"
+
+	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
+	"google.golang.org/grpc/orca"
+
+	"github.com/slotgate/slotgate/load/report"
+)
+
+// The named metrics of a report, as report.ORCAText names them in the
+// HTTP header (there with the prefix "named_metrics.").
+const (
+	// MetricKVCacheUsage is the KV cache usage, 0..1 (report.Snapshot.KVUsage);
+	// absent when no rank knows its KV capacity.
+	MetricKVCacheUsage = "kv_cache_usage"
+	// MetricActivePrefillTokens is the prompt tokens not yet computed,
+	// summed over the ranks that know them.
+	MetricActivePrefillTokens = "active_prefill_tokens"
+	// MetricActiveDecodeBlocks is slotgate's estimate of the KV blocks its
+	// requests in flight hold, summed over the ranks that know it; absent
+	// when none does.
+	MetricActiveDecodeBlocks = "active_decode_blocks"
+	// MetricInFlight is the requests holding an engine slot.
+	MetricInFlight = "in_flight"
+	// MetricQueued is the requests waiting in slotgate's queue.
+	MetricQueued = "queued"
+	// MetricPrefilling is the requests in flight that have not had their
+	// first token yet. The HTTP header does not carry it.
+	MetricPrefilling = "prefilling"
+	// MetricBusy is 1 when the worker is busy (report.Snapshot.Busy), else 0.
+	MetricBusy = "busy"
+)
+
+// unset is orca.ServerMetrics' value for a metric that is not reported.
+const unset = -1
+
+// Utilization is s's application_utilization, by the rule of the HTTP
+// header (report.ORCAText), so that HTTP and gRPC balancers see the same
+// load: the KV cache usage; when no rank knows its KV capacity, the share
+// of engine slots in use, InFlight/Limit capped at 1. ok is false when
+// neither is known (no KV capacity and no limit).
+func Utilization(s *report.Snapshot) (u float64, ok bool) {
+	if usage, known := s.KVUsage(); known {
+		return usage, true
+	}
+	if s.Requests.Limit > 0 {
+		return min(float64(s.Requests.InFlight)/float64(s.Requests.Limit), 1), true
+	}
+	return 0, false
+}
+
+// Metrics maps s to ORCA's server metrics, in grpc-go's form, where -1 is
+// unset: AppUtilization is Utilization(s), and NamedMetrics holds the
+// Metric* values, those unknown left out. QPS is unset, since a snapshot
+// holds no rate (the Reporter measures it); CPU, memory and errors are
+// unset, and the Utilization and RequestCost maps are empty (not nil).
+func Metrics(s *report.Snapshot) *orca.ServerMetrics {
+	sm := empty()
+	if u, ok := Utilization(s); ok {
+		sm.AppUtilization = u
+	}
+	named := sm.NamedMetrics
+	if usage, ok := s.KVUsage(); ok {
+		named[MetricKVCacheUsage] = usage
+	}
+	named[MetricActivePrefillTokens] = float64(s.PrefillTokens())
+	if blocks, ok := decodeBlocks(s); ok {
+		named[MetricActiveDecodeBlocks] = float64(blocks)
+	}
+	named[MetricInFlight] = float64(s.Requests.InFlight)
+	named[MetricQueued] = float64(s.Requests.Queued)
+	named[MetricPrefilling] = float64(s.Requests.Prefilling)
+	named[MetricBusy] = 0
+	if s.Busy {
+		named[MetricBusy] = 1
+	}
+	return sm
+}
+
+// empty is a report with every value unset and every map empty.
+func empty() *orca.ServerMetrics {
+	return &orca.ServerMetrics{
+		CPUUtilization: unset, MemUtilization: unset, AppUtilization: unset, QPS: unset, EPS: unset,
+		Utilization: map[string]float64{}, RequestCost: map[string]float64{}, NamedMetrics: map[string]float64{},
+	}
+}
+
+// decodeBlocks sums slotgate's active decode blocks over the ranks that
+// know them, as the HTTP header does.
+func decodeBlocks(s *report.Snapshot) (int64, bool) {
+	var n int64
+	known := false
+	for i := range s.Ranks {
+		if f := s.Ranks[i].ActiveDecodeBlocks; f.Known() {
+			n, known = n+f.N, true
+		}
+	}
+	return n, known
+}
+
+// toProto is sm as an OrcaLoadReport, as grpc-go's own service writes it:
+// an unset value is left 0, and the maps are copied.
+func toProto(sm *orca.ServerMetrics) *v3orcapb.OrcaLoadReport {
+	r := &v3orcapb.OrcaLoadReport{
+		Utilization:  maps.Clone(sm.Utilization),
+		RequestCost:  maps.Clone(sm.RequestCost),
+		NamedMetrics: maps.Clone(sm.NamedMetrics),
+	}
+	set := func(dst *float64, v float64) {
+		if v != unset {
+			*dst = v
+		}
+	}
+	set(&r.CpuUtilization, sm.CPUUtilization)
+	set(&r.MemUtilization, sm.MemUtilization)
+	set(&r.ApplicationUtilization, sm.AppUtilization)
+	set(&r.RpsFractional, sm.QPS)
+	set(&r.Eps, sm.EPS)
+	return r
+}
+
+// clone is a deep copy of sm, whose maps the caller may modify (grpc-go's
+// per-call interceptor merges into them).
+func clone(sm *orca.ServerMetrics) *orca.ServerMetrics {
+	c := *sm
+	c.Utilization, c.RequestCost, c.NamedMetrics = maps.Clone(sm.Utilization), maps.Clone(sm.RequestCost), maps.Clone(sm.NamedMetrics)
+	return &c
+}
