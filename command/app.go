@@ -58,7 +58,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
-		Limiter: lims.Stats, Outcomes: gate.Outcomes(), Classes: classNames(pol), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
+		Limiter: lims.Stats, Outcomes: gate.Outcomes(), Protocols: gate.Protocols(), Classes: classNames(pol), Load: lp.hub.Latest, Version: opts.Version, Revision: opts.Commit,
 	})
 	if err != nil {
 		return nil, err
@@ -93,7 +93,15 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	}
 	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, proxy: p, prober: prober, load: lp}
 	a.drain = newDrainer(log.Named("drain"))
-	if a.grpc, err = newGRPCParts(cfg, g, a.ready, log); err != nil {
+	orca, err := lp.orcaService(a.drain.begun)
+	if err != nil {
+		return nil, err
+	}
+	deps := grpcDeps{gate: g, ready: a.ready, orca: orca}
+	if cfg.ORCAHeader {
+		deps.trailer = lp.orcaGRPC.Trailer
+	}
+	if a.grpc, err = newGRPCParts(cfg, deps, log); err != nil {
 		return nil, err
 	}
 	adminHandler, err := admin.NewHandler(admin.Options{

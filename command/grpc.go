@@ -11,12 +11,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/grpcproxy"
 	"github.com/slotgate/slotgate/internal/logging"
+	"github.com/slotgate/slotgate/load/orcagrpc"
 )
 
 // msgNoGRPCEngine answers gRPC calls when no engine gRPC URL is set.
@@ -29,11 +31,23 @@ type grpcParts struct {
 	engine *grpc.ClientConn // nil without --engine-grpc-url
 }
 
+// grpcDeps are the parts of the app the gRPC proxy serves with.
+type grpcDeps struct {
+	gate  *gate.Gate
+	ready func() error
+	// orca, when set, is served out of band; trailer, when set, gives
+	// each forwarded call's trailers their load report (--orca-header).
+	orca    *orcagrpc.Service
+	trailer func() metadata.MD
+}
+
 // newGRPCParts builds the gRPC proxy over the gate that HTTP uses, so
 // that both protocols share the engine's slots. The server answers
-// grpc.health.v1 itself, from readiness; every other service goes to the
-// engine, server reflection included.
-func newGRPCParts(cfg config.Config, g *gate.Gate, ready func() error, log *zap.Logger) (*grpcParts, error) {
+// grpc.health.v1 itself, from readiness, and ORCA's OpenRcaService, from
+// orca (when not nil), the load report a gRPC client's weighted round
+// robin reads on each backend; every other service goes to the engine,
+// server reflection included.
+func newGRPCParts(cfg config.Config, deps grpcDeps, log *zap.Logger) (*grpcParts, error) {
 	parts := &grpcParts{}
 	var opts []grpc.ServerOption
 	if cfg.EngineGRPCURL == nil {
@@ -46,8 +60,8 @@ func newGRPCParts(cfg config.Config, g *gate.Gate, ready func() error, log *zap.
 			return nil, err
 		}
 		p, err := grpcproxy.New(grpcproxy.Options{
-			Gate: g, Engine: cc, MaxMessageBytes: cfg.GRPCMaxMessageBytes, RetryAfter: cfg.RetryAfter,
-			Logger: logging.Slog(log.Named("grpc")),
+			Gate: deps.gate, Engine: cc, MaxMessageBytes: cfg.GRPCMaxMessageBytes, RetryAfter: cfg.RetryAfter,
+			Trailer: deps.trailer, Logger: logging.Slog(log.Named("grpc")),
 		})
 		if err != nil {
 			_ = cc.Close()
@@ -57,7 +71,10 @@ func newGRPCParts(cfg config.Config, g *gate.Gate, ready func() error, log *zap.
 		opts = p.ServerOptions()
 	}
 	parts.srv = grpc.NewServer(opts...)
-	healthgrpc.RegisterHealthServer(parts.srv, &readinessHealth{ready: ready})
+	healthgrpc.RegisterHealthServer(parts.srv, &readinessHealth{ready: deps.ready})
+	if deps.orca != nil {
+		deps.orca.Register(parts.srv)
+	}
 	return parts, nil
 }
 

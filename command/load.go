@@ -18,6 +18,7 @@ import (
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/load/loadgrpc"
 	"github.com/slotgate/slotgate/load/merge"
+	"github.com/slotgate/slotgate/load/orcagrpc"
 	"github.com/slotgate/slotgate/load/report"
 	"github.com/slotgate/slotgate/load/scrape"
 )
@@ -39,13 +40,20 @@ type loadParts struct {
 	// orcaOn is --orca-header: without it nobody reads the header, and it
 	// is not rendered.
 	orcaOn bool
+	// orcaGRPC is the load report for gRPC balancers, served out of band
+	// on the gRPC proxy's server (orcaService). It is always kept: the
+	// gRPC server is always there, on the proxy port.
+	orcaGRPC *orcagrpc.Reporter
 	// ranks, when set, is told how many ranks each snapshot has (limits
 	// per rank, grown to the ranks the engine reports).
 	ranks func(n int)
 }
 
 func newLoadParts(cfg config.Config, lims *gate.Limiters, client *http.Client, log *zap.Logger) (*loadParts, error) {
-	lp := &loadParts{orcaOn: cfg.ORCAHeader, ranks: growRanks(lims, log.Named("limits"))}
+	lp := &loadParts{
+		orcaOn: cfg.ORCAHeader, ranks: growRanks(lims, log.Named("limits")),
+		orcaGRPC: orcagrpc.NewReporter(orcagrpc.Options{Admitted: admittedOf(lims)}),
+	}
 	scraper, err := scrape.New(scrape.Options{
 		Client:    client,
 		EngineURL: cfg.EngineURL,
@@ -101,6 +109,25 @@ func (lp *loadParts) published(s *report.Snapshot) {
 	if lp.orcaOn {
 		orca := report.ORCAText(s)
 		lp.orca.Store(&orca)
+	}
+	lp.orcaGRPC.Update(s)
+}
+
+// orcaService is the ORCA out-of-band service (OpenRcaService) over the
+// published load, for the gRPC proxy's server: a gRPC client's weighted
+// round robin opens it on the address of the calls it balances. Its
+// streams end when draining closes, so that they hold up neither the
+// proxy port's shutdown nor the gRPC server's graceful stop.
+func (lp *loadParts) orcaService(draining <-chan struct{}) (*orcagrpc.Service, error) {
+	return orcagrpc.NewService(lp.orcaGRPC, orcagrpc.ServiceOptions{Draining: draining})
+}
+
+// admittedOf counts the requests the limiters have admitted, HTTP and gRPC
+// (at once or from the queue), for the rate in the gRPC load report.
+func admittedOf(lims *gate.Limiters) func() uint64 {
+	return func() uint64 {
+		s := lims.Stats()
+		return s.AdmittedDirect + s.AdmittedQueued
 	}
 }
 

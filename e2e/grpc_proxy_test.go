@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -18,6 +19,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // grpcEngine is a real gRPC server on 127.0.0.1 standing in for an engine
@@ -249,4 +251,48 @@ func TestGRPCPortAndHealth(t *testing.T) {
 		h, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
 		return err == nil && h.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING
 	})
+}
+
+// TestGRPCCallORCATrailer: with --orca-header, a forwarded call's trailers
+// carry slotgate's load report, the serialized OrcaLoadReport that
+// grpc-go's weighted round robin reads per call.
+func TestGRPCCallORCATrailer(t *testing.T) {
+	t.Parallel()
+	httpEng := newEngine(t)
+	eng := newGRPCEngine(t)
+	eng.release()
+	sg := start(t, httpEng.url(), nil, "--engine-grpc-url", "http://"+eng.addr,
+		"--engine-request-limit", "4", "--orca-header")
+	client := testgrpc.NewTestServiceClient(dialGRPC(t, sg.proxy[len("http://"):]))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	stream, err := client.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{
+		ResponseParameters: []*testgrpc.ResponseParameters{{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	bin := stream.Trailer()["endpoint-load-metrics-bin"]
+	if len(bin) != 1 {
+		t.Fatalf("trailers %v, want one endpoint-load-metrics-bin", stream.Trailer())
+	}
+	var report v3orcapb.OrcaLoadReport
+	if err := proto.Unmarshal([]byte(bin[0]), &report); err != nil {
+		t.Fatalf("the report does not decode: %v", err)
+	}
+	// The latest published snapshot: the call may or may not be in it yet.
+	if u := report.GetApplicationUtilization(); u < 0 || u > 1 {
+		t.Errorf("application_utilization = %v, want within [0, 1]", u)
+	}
+	if _, ok := report.GetNamedMetrics()["in_flight"]; !ok {
+		t.Errorf("named metrics %v, want in_flight", report.GetNamedMetrics())
+	}
 }

@@ -168,19 +168,27 @@ func metricValue(fams map[string]*dto.MetricFamily, name string, labels ...strin
 	if !ok {
 		return -1
 	}
+	// Summed over the series that match, as Prometheus's sum() does:
+	// slotgate_requests_total{outcome} has a series per protocol.
+	sum, found := 0.0, false
 	for _, m := range fam.GetMetric() {
-		if hasLabels(m, labels) {
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
-			}
+		if !hasLabels(m, labels) {
+			continue
+		}
+		found = true
+		switch {
+		case m.Counter != nil:
+			sum += m.Counter.GetValue()
+		case m.Gauge != nil:
+			sum += m.Gauge.GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.Histogram.GetSampleCount())
 		}
 	}
-	return -1
+	if !found {
+		return -1
+	}
+	return sum
 }
 
 func hasLabels(m *dto.Metric, labels []string) bool {

@@ -12,13 +12,17 @@ import (
 // Exchange is one request's life through slotgate, whatever its protocol:
 // every fact admission and the lifecycle know about it. A protocol
 // adapter makes one per request (embedding it saves an allocation), sets
-// ID and Start, and takes it through Admit, Send and Finish. It is used by
-// the request's goroutine, except where a method says otherwise.
+// ID, Start and Protocol, and takes it through Admit, Send and Finish. It
+// is used by the request's goroutine, except where a method says
+// otherwise.
 type Exchange struct {
 	// ID is the request's id, for logs, the engine and the classifier.
 	ID string
 	// Start is when the request arrived.
 	Start time.Time
+	// Protocol is the protocol the request came by, for the metrics: one
+	// of Protocols, set by the adapter.
+	Protocol Protocol
 	// Class is the request's policy class, for the metrics: set by Admit.
 	Class string
 	// Outcome is how the request ended; set by Admit, and by the adapter

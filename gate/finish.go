@@ -47,10 +47,10 @@ func (g *Gate) releaseSlot(p *limiter.Permit, clientGone bool) {
 	p.Release()
 }
 
-// report gives the Observer the request's outcome, its queue wait and its
-// time to first byte.
+// report gives the Observer the request's outcome (with its class and
+// protocol), its queue wait and its time to first byte.
 func (g *Gate) report(ex *Exchange) {
-	g.obs.RequestDone(string(ex.Outcome), ex.Class)
+	g.obs.RequestDone(string(ex.Outcome), ex.Class, string(ex.Protocol))
 	if ex.admitted || ex.Queued {
 		g.obs.QueueWait(ex.Class, ex.QueueWait.Seconds())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,16 +20,18 @@ import (
 type observed struct {
 	mu         sync.Mutex
 	done       []string // "outcome/class"
+	protocols  []string // of each report, in order
 	queueWaits int
 	firstBytes int
 	decided    []string // outcomes, as decided
 	received   int
 }
 
-func (o *observed) RequestDone(outcome, class string) {
+func (o *observed) RequestDone(outcome, class, protocol string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.done = append(o.done, outcome+"/"+class)
+	o.protocols = append(o.protocols, protocol)
 }
 
 func (o *observed) QueueWait(string, float64) {
@@ -310,6 +313,28 @@ func TestPassthroughIsNotReported(t *testing.T) {
 	g.Finish(&ex, false)
 	if len(obs.reports()) != 0 || changes != 0 {
 		t.Errorf("passthrough reported %q, %d changes", obs.reports(), changes)
+	}
+}
+
+// TestReportCarriesProtocol: the Observer hears each exchange's protocol,
+// admitted or refused.
+func TestReportCarriesProtocol(t *testing.T) {
+	g, _, obs := newGate(t, limiter.Options{Slots: 1}, nil)
+	admitted := gate.Exchange{Protocol: gate.ProtocolGRPC}
+	if d := g.Admit(context.Background(), &admitted, gate.Request{}); !d.Admitted {
+		t.Fatal("not admitted")
+	}
+	refused := gate.Exchange{Protocol: gate.ProtocolHTTP}
+	if d := g.Admit(context.Background(), &refused, gate.Request{}); d.Admitted {
+		t.Fatal("admitted past N")
+	}
+	g.Finish(&refused, false)
+	g.Finish(&admitted, false)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	want := []string{"rejected_capacity/default", "admitted_direct/default"}
+	if !slices.Equal(obs.done, want) || !slices.Equal(obs.protocols, []string{"http", "grpc"}) {
+		t.Errorf("reports %q with protocols %q, want %q with [http grpc]", obs.done, obs.protocols, want)
 	}
 }
 

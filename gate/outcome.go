@@ -52,6 +52,20 @@ func Outcomes() []string {
 	}
 }
 
+// Protocol is the protocol a request came by, set by its adapter. The
+// values are Prometheus label values of slotgate_requests_total{protocol}.
+type Protocol string
+
+// The protocols of slotgate's adapters.
+const (
+	ProtocolHTTP Protocol = "http"
+	ProtocolGRPC Protocol = "grpc"
+)
+
+// Protocols lists every protocol reported to an Observer, so that metrics
+// can create each series at zero before the first request.
+func Protocols() []string { return []string{string(ProtocolHTTP), string(ProtocolGRPC)} }
+
 // served reports whether o is the outcome of a request the engine served.
 func (o Outcome) served() bool { return o == AdmittedDirect || o == AdmittedQueued }
 
@@ -59,10 +73,11 @@ func (o Outcome) served() bool { return o == AdmittedDirect || o == AdmittedQueu
 // for concurrent use and fast: they run on the request path.
 type Observer interface {
 	// RequestDone is called once per request that went through admission.
-	// The outcome is one of Outcomes, as a string so that implementations
-	// need not import this package; the class is the request's policy
-	// class (DefaultClass without an admission policy).
-	RequestDone(outcome, class string)
+	// The outcome is one of Outcomes and the protocol one of Protocols
+	// (the exchange's, as its adapter set it), as strings so that
+	// implementations need not import this package; the class is the
+	// request's policy class (DefaultClass without an admission policy).
+	RequestDone(outcome, class, protocol string)
 	// QueueWait is called once per request that was admitted (zero when it
 	// took a free slot at once) or left the queue without a slot.
 	QueueWait(class string, seconds float64)
@@ -85,8 +100,8 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) RequestDone(string, string) {}
-func (nopObserver) QueueWait(string, float64)  {}
-func (nopObserver) FirstByte(float64)          {}
-func (nopObserver) Received()                  {}
-func (nopObserver) Decided(string)             {}
+func (nopObserver) RequestDone(string, string, string) {}
+func (nopObserver) QueueWait(string, float64)          {}
+func (nopObserver) FirstByte(float64)                  {}
+func (nopObserver) Received()                          {}
+func (nopObserver) Decided(string)                     {}

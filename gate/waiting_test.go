@@ -212,11 +212,11 @@ func (e *events) list() []string {
 // nopObserver discards everything.
 type nopObserver struct{}
 
-func (nopObserver) RequestDone(string, string) {}
-func (nopObserver) QueueWait(string, float64)  {}
-func (nopObserver) FirstByte(float64)          {}
-func (nopObserver) Received()                  {}
-func (nopObserver) Decided(string)             {}
+func (nopObserver) RequestDone(string, string, string) {}
+func (nopObserver) QueueWait(string, float64)          {}
+func (nopObserver) FirstByte(float64)                  {}
+func (nopObserver) Received()                          {}
+func (nopObserver) Decided(string)                     {}
 
 // funcClassifier classifies with its function.
 type funcClassifier func(*admission.Request) error

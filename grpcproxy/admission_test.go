@@ -88,7 +88,7 @@ func TestCapacity(t *testing.T) {
 			served++
 			continue
 		}
-		wantStatus(t, r.err, codes.ResourceExhausted, grpcproxy.MessageCapacity)
+		wantStatus(t, r.err, codes.ResourceExhausted, gate.MessageCapacity)
 		wantMD(t, "refusal trailer", r.tr, grpcproxy.RetryAfterKey, "2")
 		wantMD(t, "refusal trailer", r.tr, grpcproxy.ReasonKey, "capacity")
 	}
@@ -210,7 +210,7 @@ func TestEngineUnreachable(t *testing.T) {
 			} else {
 				err = streamCall(ctx, h.client, 1).err
 			}
-			wantStatus(t, err, codes.Unavailable, grpcproxy.MessageUnreachable)
+			wantStatus(t, err, codes.Unavailable, gate.MessageUnreachable)
 			h.idle(t)
 		})
 	}
@@ -228,7 +228,7 @@ func TestRefusals(t *testing.T) {
 		h.gate.StartDraining()
 		var hdr, tr metadata.MD
 		_, err := h.client.UnaryCall(testContext(t), &testgrpc.SimpleRequest{}, grpc.Header(&hdr), grpc.Trailer(&tr))
-		wantStatus(t, err, codes.Unavailable, grpcproxy.MessageDraining)
+		wantStatus(t, err, codes.Unavailable, gate.MessageDraining)
 		wantMD(t, "trailer", tr, grpcproxy.RetryAfterKey, "1")
 		wantMD(t, "trailer", tr, grpcproxy.ReasonKey, "draining")
 		if len(tr[grpcproxy.RequestIDKey]) != 1 {

@@ -37,6 +37,9 @@
 //   - slotgate's own answers (refusals, an unreachable engine) are a
 //     status with trailers only: the reason (x-slotgate-reason), the
 //     call's id and, on overload and draining, retry-after.
+//   - A forwarded call's trailers are the engine's, with those of the
+//     Options.Trailer hook (a per-call load report) replacing any of the
+//     same key; a refused call never carries the hook's.
 //   - Every goroutine has an owner: a call's one pump goroutine (client to
 //     engine) ends with the call.
 package grpcproxy

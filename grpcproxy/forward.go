@@ -134,11 +134,35 @@ func (p *Proxy) relay(c *call, cs grpc.ClientStream, pumped <-chan error) error 
 		answered = true
 		c.Responding()
 	}
-	c.ss.SetTrailer(endToEnd(tr))
+	if c.admitting {
+		c.ss.SetTrailer(p.trailers(tr))
+	} else {
+		c.ss.SetTrailer(endToEnd(tr)) // a passthrough call: no load report
+	}
 	if errors.Is(err, io.EOF) {
 		return nil // the engine's status is OK
 	}
 	return p.failed(c, err, answered, pumped)
+}
+
+// trailers are the trailers of a forwarded call: the engine's that pass
+// the proxy, then Options.Trailer's under the keys the engine's lack.
+func (p *Proxy) trailers(engine metadata.MD) metadata.MD {
+	md := endToEnd(engine)
+	if p.trailer == nil {
+		return md
+	}
+	own := p.trailer()
+	if len(own) == 0 {
+		return md
+	}
+	if md == nil {
+		md = make(metadata.MD, len(own))
+	}
+	for k, v := range own {
+		md[k] = v // slotgate's report replaces the engine's, as over HTTP
+	}
+	return md
 }
 
 // failed maps a failed engine call to the client's status and the call's
@@ -165,7 +189,7 @@ func (p *Proxy) failed(c *call, err error, answered bool, pumped <-chan error) e
 	if !answered && st.Code() == codes.Unavailable {
 		c.Fail(gate.RejectedUnavailable)
 		p.log.Warn("engine unreachable", "request_id", c.ID, "method", c.method, "error", err)
-		return status.Error(codes.Unavailable, MessageUnreachable)
+		return status.Error(codes.Unavailable, gate.MessageUnreachable)
 	}
 	c.Fail(gate.EngineError)
 	p.log.Debug("engine call failed", "request_id", c.ID, "method", c.method, "code", st.Code().String(), "error", err)

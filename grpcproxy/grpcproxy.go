@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/slotgate/slotgate/gate"
 )
@@ -33,6 +34,22 @@ type Options struct {
 	// trailer metadata on overload and draining refusals, as HTTP's
 	// Retry-After. 0: none.
 	RetryAfter time.Duration
+	// Trailer, when set, gives metadata added to the trailers of every
+	// call the gate admitted and forwarded (its engine call opened),
+	// whatever the engine's status, unless the call's client failed
+	// first; refused calls never carry it. It is meant for a per-call ORCA
+	// load report (endpoint-load-metrics-bin).
+	//
+	// Its keys replace those of the engine's trailers: a client must not
+	// get two load reports (grpc-go fails a call that carries two), and
+	// slotgate's, which counts the whole worker, wins, as its ORCA header
+	// does over HTTP. It is called once per such call, on the call's goroutine,
+	// as the engine call ends: before the call's slot is released, so the
+	// call still counts in the gate's and the load's figures. It must be
+	// safe for concurrent use and fast; its keys must be lower-case (as
+	// metadata.Pairs makes them), and the proxy only reads what it
+	// returns.
+	Trailer func() metadata.MD
 	// Logger gets the engine's failures and panics; nil discards them.
 	Logger *slog.Logger
 }
@@ -43,7 +60,8 @@ type Proxy struct {
 	gate       *gate.Gate
 	engine     grpc.ClientConnInterface
 	maxMsg     int
-	retryAfter string // "": none
+	retryAfter string             // "": none
+	trailer    func() metadata.MD // nil: none
 	log        *slog.Logger
 	ids        *idSource
 	callOpts   []grpc.CallOption // every engine call's, before its content-subtype
@@ -61,7 +79,8 @@ func New(opts Options) (*Proxy, error) {
 	case opts.RetryAfter < 0:
 		return nil, errors.New("grpcproxy: retry-after must not be negative")
 	}
-	p := &Proxy{gate: opts.Gate, engine: opts.Engine, maxMsg: opts.MaxMessageBytes, log: opts.Logger, ids: newIDSource()}
+	p := &Proxy{gate: opts.Gate, engine: opts.Engine, maxMsg: opts.MaxMessageBytes, trailer: opts.Trailer,
+		log: opts.Logger, ids: newIDSource()}
 	if p.maxMsg == 0 {
 		p.maxMsg = DefaultMaxMessageBytes
 	}

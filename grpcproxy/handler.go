@@ -39,6 +39,10 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) (err error) {
 	if c.method == "" {
 		return status.Error(codes.Internal, "grpcproxy: the call has no method")
 	}
+	if passthrough(c.method) {
+		c.Outcome = gate.Passthrough
+		return p.forward(c, false)
+	}
 	c.admitting = true
 	d := p.gate.Admit(c.ctx, &c.Exchange, p.admissionRequest(c.in))
 	if !d.Admitted {
@@ -48,12 +52,20 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) (err error) {
 	return p.forward(c, d.RankChosen)
 }
 
+// passthrough reports whether a method goes to the engine without a
+// slot, as the HTTP proxy's probe paths do: server reflection, which a
+// client such as grpcurl holds open while it makes the call it looked up,
+// and which computes nothing on the engine.
+func passthrough(method string) bool {
+	return strings.HasPrefix(method, "/grpc.reflection.")
+}
+
 func (p *Proxy) newCall(ss grpc.ServerStream) *call {
 	ctx := ss.Context()
 	in, _ := metadata.FromIncomingContext(ctx)
 	method, _ := grpc.MethodFromServerStream(ss)
 	c := &call{ss: ss, ctx: ctx, method: method, in: in}
-	c.ID, c.Start = p.ids.forCall(in), time.Now()
+	c.ID, c.Start, c.Protocol = p.ids.forCall(in), time.Now(), gate.ProtocolGRPC
 	return c
 }
 

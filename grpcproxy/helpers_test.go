@@ -261,9 +261,14 @@ type observed struct {
 	done []string // outcomes, in order
 }
 
-func (o *observed) RequestDone(outcome, _ string) {
+// RequestDone records the outcome; one reported with any protocol but
+// gRPC is recorded with it, so that no test's expected outcomes match.
+func (o *observed) RequestDone(outcome, _, protocol string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if protocol != string(gate.ProtocolGRPC) {
+		outcome += " (protocol " + strconv.Quote(protocol) + ")"
+	}
 	o.done = append(o.done, outcome)
 }
 
@@ -294,6 +299,7 @@ type config struct {
 	policy   *gate.Policy
 	maxMsg   int
 	retry    time.Duration
+	trailer  func() metadata.MD
 	// engineAddr, when set, is the engine the proxy dials instead of a
 	// test engine.
 	engineAddr string
@@ -341,7 +347,8 @@ func newHarness(t *testing.T, cfg config) *harness {
 		t.Fatal(err)
 	}
 	h.gate = g
-	p, err := grpcproxy.New(grpcproxy.Options{Gate: g, Engine: engineConn, MaxMessageBytes: cfg.maxMsg, RetryAfter: cfg.retry})
+	p, err := grpcproxy.New(grpcproxy.Options{Gate: g, Engine: engineConn, MaxMessageBytes: cfg.maxMsg, RetryAfter: cfg.retry,
+		Trailer: cfg.trailer})
 	if err != nil {
 		t.Fatal(err)
 	}

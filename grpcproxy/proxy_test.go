@@ -415,3 +415,35 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 }
+
+// TestReflectionTakesNoSlot: server reflection goes to the engine without
+// admission, as a probe path does over HTTP: with the only slot and the
+// queue taken, a reflection call still reaches the engine (which answers
+// UNIMPLEMENTED here, having no reflection service), and it is reported
+// to nobody.
+func TestReflectionTakesNoSlot(t *testing.T) {
+	h := newHarness(t, config{lim: limiter.Options{Slots: 1}})
+	held := make(chan error, 1)
+	ctx := metadata.AppendToOutgoingContext(testContext(t), keyHold, "start")
+	go func() { _, err := h.client.UnaryCall(ctx, &testgrpc.SimpleRequest{}); held <- err }()
+	h.arrival(t)
+	for _, method := range []string{
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+		"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+	} {
+		stream, err := h.conn.NewStream(testContext(t), &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
+		if err == nil {
+			_ = stream.CloseSend()
+			err = stream.RecvMsg(&testgrpc.Empty{})
+		}
+		wantStatus(t, err, codes.Unimplemented, "")
+	}
+	h.eng.release("start")
+	if err := <-held; err != nil {
+		t.Fatalf("the held call: %v", err)
+	}
+	h.idle(t)
+	if got := h.obs.outcomes(); len(got) != 1 {
+		t.Errorf("outcomes %v, want only the held call's", got)
+	}
+}

@@ -8,17 +8,11 @@ import (
 	"github.com/slotgate/slotgate/gate"
 )
 
-// Messages of the statuses slotgate gives itself: the HTTP proxy's, byte
-// for byte (frontends match the overload message's prefix).
+// Messages of the refusals that only gRPC has; the others are the
+// gate's (gate.MessageCapacity and the like), shared with the HTTP proxy.
 const (
-	MessageCapacity     = "Server overloaded: worker at capacity"
-	MessageQueueTimeout = "Server overloaded: request rejected after exceeding the backend admission queue delay"
-	MessageUnreachable  = "Server unavailable: engine unreachable"
-	MessageDraining     = "Server unavailable: draining"
-	MessageBusy         = "Server overloaded: worker busy"
-	MessagePolicy       = "Server overloaded: request rejected by admission policy"
-	MessageBadRequest   = "Request could not be read"
-	MessageTooLarge     = "Request message too large"
+	MessageBadRequest = "Request could not be read"
+	MessageTooLarge   = "Request message too large"
 )
 
 // refusal is how one refusal outcome is answered.
@@ -33,13 +27,13 @@ type refusal struct {
 // refusal becomes a gRPC code (RESOURCE_EXHAUSTED for overload, as
 // style.md's table; UNAVAILABLE for draining).
 var refusals = map[gate.Outcome]refusal{
-	gate.RejectedCapacity:     {codes.ResourceExhausted, MessageCapacity, "capacity", true},
-	gate.RejectedQueueTimeout: {codes.ResourceExhausted, MessageQueueTimeout, "queue_timeout", true},
-	gate.RejectedQueueExpired: {codes.ResourceExhausted, MessageQueueTimeout, "queue_timeout", true},
-	gate.RejectedPolicy:       {codes.ResourceExhausted, MessagePolicy, "policy", true},
-	gate.RejectedRateLimited:  {codes.ResourceExhausted, MessagePolicy, "rate_limited", true},
-	gate.RejectedBusy:         {codes.ResourceExhausted, MessageBusy, "busy", true},
-	gate.RejectedDraining:     {codes.Unavailable, MessageDraining, "draining", true},
+	gate.RejectedCapacity:     {codes.ResourceExhausted, gate.MessageCapacity, "capacity", true},
+	gate.RejectedQueueTimeout: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true},
+	gate.RejectedQueueExpired: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true},
+	gate.RejectedPolicy:       {codes.ResourceExhausted, gate.MessagePolicy, "policy", true},
+	gate.RejectedRateLimited:  {codes.ResourceExhausted, gate.MessagePolicy, "rate_limited", true},
+	gate.RejectedBusy:         {codes.ResourceExhausted, gate.MessageBusy, "busy", true},
+	gate.RejectedDraining:     {codes.Unavailable, gate.MessageDraining, "draining", true},
 	gate.RejectedTooLarge:     {codes.ResourceExhausted, MessageTooLarge, "too_large", false},
 	gate.RejectedBadRequest:   {codes.InvalidArgument, MessageBadRequest, "bad_request", false},
 }

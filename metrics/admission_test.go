@@ -221,7 +221,7 @@ func TestDecidedAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkDecided(b *testing.B) {
-	m, err := metrics.New(prometheus.NewRegistry(), metrics.Options{Limiter: fixed, Outcomes: gate.Outcomes()})
+	m, err := metrics.New(prometheus.NewRegistry(), metrics.Options{Limiter: fixed, Outcomes: gate.Outcomes(), Protocols: gate.Protocols()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,9 @@
 //   - Limiter state is read once per scrape, from one limiter.Stats
 //     snapshot, so the gauges of one scrape agree with each other and the
 //     request path never waits for a scrape.
-//   - Every series of slotgate_requests_total exists from the start, at 0,
-//     so rate() reads as quiet rather than as a gap.
+//   - Every series of slotgate_requests_total (each outcome of each class
+//     by each protocol, http and grpc alike) exists from the start, at 0,
+//     so rate() reads as quiet rather than as a gap. The dynamo_* metrics
+//     count both protocols together, under Dynamo's names and labels.
 //   - Everything else passes client_golang's promlint.
 package metrics

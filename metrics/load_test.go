@@ -18,7 +18,7 @@ func loadRegistry(t *testing.T, snap *report.Snapshot) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	_, err := metrics.New(reg, metrics.Options{
-		Limiter: fixed, Outcomes: gate.Outcomes(), Load: func() *report.Snapshot { return snap },
+		Limiter: fixed, Outcomes: gate.Outcomes(), Protocols: gate.Protocols(), Load: func() *report.Snapshot { return snap },
 	})
 	if err != nil {
 		t.Fatalf("metrics.New: %v", err)
@@ -94,12 +94,13 @@ func TestPerClassMetrics(t *testing.T) {
 		return limiter.Stats{Slots: 1, QueueLen: 4, Waiting: 3, Classes: []limiter.ClassStats{
 			{Name: "interactive", Waiting: 1}, {Name: "batch", Waiting: 2}}}
 	}
-	m, err := metrics.New(reg, metrics.Options{Limiter: stats, Outcomes: gate.Outcomes(), Classes: []string{"interactive", "batch"}})
+	m, err := metrics.New(reg, metrics.Options{Limiter: stats, Outcomes: gate.Outcomes(), Protocols: gate.Protocols(),
+		Classes: []string{"interactive", "batch"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.RequestDone(string(gate.AdmittedQueued), "batch")
-	m.RequestDone(string(gate.AdmittedQueued), "platinum") // not configured: dropped
+	m.RequestDone(string(gate.AdmittedQueued), "batch", string(gate.ProtocolGRPC))
+	m.RequestDone(string(gate.AdmittedQueued), "platinum", string(gate.ProtocolGRPC)) // not configured: dropped
 	m.QueueWait("interactive", 0.5)
 	want := `
 # HELP slotgate_request_queue_class Requests waiting in the queue of each policy class; they add up to dynamo_request_queue.
@@ -110,8 +111,8 @@ slotgate_request_queue_class{class="interactive"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "slotgate_request_queue_class"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(reg, "slotgate_requests_total"); n != 2*len(gate.Outcomes()) {
-		t.Errorf("slotgate_requests_total has %d series, want every outcome of both classes", n)
+	if n := testutil.CollectAndCount(reg, "slotgate_requests_total"); n != 2*len(gate.Outcomes())*len(gate.Protocols()) {
+		t.Errorf("slotgate_requests_total has %d series, want every outcome of both classes by both protocols", n)
 	}
 	fams, err := reg.Gather()
 	if err != nil {
@@ -133,10 +134,11 @@ slotgate_request_queue_class{class="interactive"} 1
 		}
 	}
 	for key, v := range map[string]float64{
-		"slotgate_requests_total,class=batch,outcome=admitted_queued":       1,
-		"slotgate_requests_total,class=interactive,outcome=admitted_queued": 0,
-		"slotgate_queue_wait_seconds,class=interactive":                     1,
-		"slotgate_queue_wait_seconds,class=batch":                           0,
+		"slotgate_requests_total,class=batch,outcome=admitted_queued,protocol=grpc":       1,
+		"slotgate_requests_total,class=batch,outcome=admitted_queued,protocol=http":       0,
+		"slotgate_requests_total,class=interactive,outcome=admitted_queued,protocol=grpc": 0,
+		"slotgate_queue_wait_seconds,class=interactive":                                   1,
+		"slotgate_queue_wait_seconds,class=batch":                                         0,
 	} {
 		if got[key] != v {
 			t.Errorf("%s = %v, want %v", key, got[key], v)

@@ -17,11 +17,15 @@ import (
 type Options struct {
 	// Limiter returns the limiter's current state. Required.
 	Limiter func() limiter.Stats
-	// Outcomes are the label values of slotgate_requests_total, created at
-	// zero. Required.
+	// Outcomes are the label values of slotgate_requests_total{outcome}
+	// (gate.Outcomes). Required.
 	Outcomes []string
-	// Classes are the policy classes (label class); every outcome of every
-	// class is created at zero. Empty means one class, DefaultClass.
+	// Protocols are the label values of slotgate_requests_total{protocol},
+	// the protocols of the adapters (gate.Protocols). Required.
+	Protocols []string
+	// Classes are the policy classes (label class). Empty means one class,
+	// DefaultClass. Every outcome of every class by every protocol is
+	// created at zero.
 	Classes []string
 	// Load returns the latest load snapshot; nil exposes no load metrics.
 	Load func() *report.Snapshot
@@ -32,7 +36,7 @@ type Options struct {
 // Metrics holds slotgate's collectors. Its methods are safe for concurrent
 // use and implement the gate's Observer.
 type Metrics struct {
-	requests  map[classOutcome]prometheus.Counter
+	requests  map[series]prometheus.Counter
 	queueWait map[string]prometheus.Observer
 	firstByte prometheus.Histogram
 	admission *admissionCounters
@@ -42,12 +46,13 @@ type Metrics struct {
 // configured.
 const DefaultClass = "default"
 
-type classOutcome struct{ class, outcome string }
+// series names one series of slotgate_requests_total.
+type series struct{ outcome, class, protocol string }
 
 // New registers every collector on reg.
 func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
-	if opts.Limiter == nil || len(opts.Outcomes) == 0 {
-		return nil, errors.New("metrics: a limiter source and the outcomes are required")
+	if opts.Limiter == nil || len(opts.Outcomes) == 0 || len(opts.Protocols) == 0 {
+		return nil, errors.New("metrics: a limiter source, the outcomes and the protocols are required")
 	}
 	classes := opts.Classes
 	if len(classes) == 0 {
@@ -55,15 +60,15 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	}
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "slotgate_requests_total",
-		Help: "Requests that went through admission, by how they ended and their policy class.",
-	}, []string{"outcome", "class"})
+		Help: "Requests that went through admission, by how they ended, their policy class and the protocol they came by (http, grpc).",
+	}, []string{"outcome", "class", "protocol"})
 	queueWait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "slotgate_queue_wait_seconds",
 		Help:    "Time admitted requests waited for an engine slot (0 when one was free), and time refused ones spent queued, by policy class.",
 		Buckets: waitBuckets,
 	}, []string{"class"})
 	m := &Metrics{
-		requests:  make(map[classOutcome]prometheus.Counter, len(opts.Outcomes)*len(classes)),
+		requests:  make(map[series]prometheus.Counter, len(opts.Outcomes)*len(classes)*len(opts.Protocols)),
 		queueWait: make(map[string]prometheus.Observer, len(classes)),
 		firstByte: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "slotgate_time_to_first_byte_seconds",
@@ -75,7 +80,9 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 	for _, c := range classes {
 		m.queueWait[c] = queueWait.WithLabelValues(c)
 		for _, o := range opts.Outcomes {
-			m.requests[classOutcome{c, o}] = requests.WithLabelValues(o, c)
+			for _, p := range opts.Protocols {
+				m.requests[series{o, c, p}] = requests.WithLabelValues(o, c, p)
+			}
 		}
 	}
 	cs := []prometheus.Collector{
@@ -101,11 +108,12 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 // far more than prometheus.DefBuckets' 10 s.
 var waitBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 
-// RequestDone counts one request under its outcome and class. An
-// outcome or class not given to New is a programming error and is dropped
-// rather than crash a request.
-func (m *Metrics) RequestDone(outcome, class string) {
-	if c, ok := m.requests[classOutcome{class, outcome}]; ok {
+// RequestDone counts one request under its outcome, class and protocol:
+// one lookup of a series resolved by New, no allocation. An outcome,
+// class or protocol not given to New is a programming error and is
+// dropped rather than crash a request.
+func (m *Metrics) RequestDone(outcome, class, protocol string) {
+	if c, ok := m.requests[series{outcome, class, protocol}]; ok {
 		c.Inc()
 	}
 }

@@ -44,10 +44,11 @@ func newMetrics(t *testing.T, stats func() limiter.Stats) (*metrics.Metrics, *pr
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Options{
-		Limiter:  stats,
-		Outcomes: gate.Outcomes(),
-		Version:  "v",
-		Revision: "r",
+		Limiter:   stats,
+		Outcomes:  gate.Outcomes(),
+		Protocols: gate.Protocols(),
+		Version:   "v",
+		Revision:  "r",
 	})
 	if err != nil {
 		t.Fatalf("metrics.New: %v", err)
@@ -138,66 +139,107 @@ func TestLimiterSnapshotPerScrape(t *testing.T) {
 	}
 }
 
+// TestRequestsTotalStartsAtZeroForEveryOutcome: every outcome by every
+// protocol, before any request.
 func TestRequestsTotalStartsAtZeroForEveryOutcome(t *testing.T) {
 	_, reg := newMetrics(t, fixed)
 	got := outcomeCounts(t, reg)
-	want := gate.Outcomes()
-	if len(got) != len(want) {
-		t.Errorf("slotgate_requests_total has %d series, want %d: %v", len(got), len(want), got)
+	if want := len(gate.Outcomes()) * len(gate.Protocols()); len(got) != want {
+		t.Errorf("slotgate_requests_total has %d series, want %d: %v", len(got), want, got)
 	}
-	for _, o := range want {
-		v, ok := got[o]
-		switch {
-		case !ok:
-			t.Errorf("slotgate_requests_total{outcome=%q} is missing before any request", o)
-		case v != 0:
-			t.Errorf("slotgate_requests_total{outcome=%q} = %v before any request, want 0", o, v)
+	for _, o := range gate.Outcomes() {
+		for _, p := range gate.Protocols() {
+			v, ok := got[o+"/"+p]
+			switch {
+			case !ok:
+				t.Errorf("slotgate_requests_total{outcome=%q,protocol=%q} is missing before any request", o, p)
+			case v != 0:
+				t.Errorf("slotgate_requests_total{outcome=%q,protocol=%q} = %v before any request, want 0", o, p, v)
+			}
 		}
 	}
 }
 
 func TestRequestDoneCountsItsOutcome(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
-	m.RequestDone(string(gate.AdmittedQueued), metrics.DefaultClass)
-	m.RequestDone(string(gate.AdmittedQueued), metrics.DefaultClass)
-	m.RequestDone(string(gate.RejectedCapacity), metrics.DefaultClass)
+	m.RequestDone(string(gate.AdmittedQueued), metrics.DefaultClass, string(gate.ProtocolHTTP))
+	m.RequestDone(string(gate.AdmittedQueued), metrics.DefaultClass, string(gate.ProtocolHTTP))
+	m.RequestDone(string(gate.AdmittedQueued), metrics.DefaultClass, string(gate.ProtocolGRPC))
+	m.RequestDone(string(gate.RejectedCapacity), metrics.DefaultClass, string(gate.ProtocolGRPC))
 
 	want := map[string]float64{}
 	for _, o := range gate.Outcomes() {
-		want[o] = 0
+		for _, p := range gate.Protocols() {
+			want[o+"/"+p] = 0
+		}
 	}
-	want[string(gate.AdmittedQueued)] = 2
-	want[string(gate.RejectedCapacity)] = 1
+	want["admitted_queued/http"] = 2
+	want["admitted_queued/grpc"] = 1
+	want["rejected_capacity/grpc"] = 1
 	got := outcomeCounts(t, reg)
-	for o, w := range want {
-		if got[o] != w {
-			t.Errorf("slotgate_requests_total{outcome=%q} = %v, want %v", o, got[o], w)
+	for key, w := range want {
+		if got[key] != w {
+			t.Errorf("slotgate_requests_total{outcome/protocol=%q} = %v, want %v", key, got[key], w)
 		}
 	}
 }
 
-func TestRequestDoneUnknownOutcomeIsDropped(t *testing.T) {
+func TestRequestDoneUnknownLabelsAreDropped(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
 	before := outcomeCounts(t, reg)
-	for _, o := range []string{"no_such_outcome", "", string(gate.Passthrough)} {
+	for _, tc := range []struct{ outcome, protocol string }{
+		{"no_such_outcome", "http"},
+		{"", "http"},
+		{string(gate.Passthrough), "http"},
+		{string(gate.AdmittedDirect), ""},
+		{string(gate.AdmittedDirect), "websocket"},
+	} {
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					t.Errorf("RequestDone(%q) panicked: %v", o, r)
+					t.Errorf("RequestDone(%q, %q) panicked: %v", tc.outcome, tc.protocol, r)
 				}
 			}()
-			m.RequestDone(o, metrics.DefaultClass)
+			m.RequestDone(tc.outcome, metrics.DefaultClass, tc.protocol)
 		}()
 	}
 	after := outcomeCounts(t, reg)
 	if len(after) != len(before) {
-		t.Errorf("unknown outcomes changed the series: before %v, after %v", before, after)
+		t.Errorf("unknown labels changed the series: before %v, after %v", before, after)
 	}
-	for o, v := range after {
-		if v != before[o] {
-			t.Errorf("slotgate_requests_total{outcome=%q} went from %v to %v on unknown outcomes", o, before[o], v)
+	for key, v := range after {
+		if v != before[key] {
+			t.Errorf("slotgate_requests_total{outcome/protocol=%q} went from %v to %v on unknown labels", key, before[key], v)
 		}
 	}
+}
+
+// TestRequestDoneDoesNotAllocate: it runs once per request.
+func TestRequestDoneDoesNotAllocate(t *testing.T) {
+	m, _ := newMetrics(t, fixed)
+	for _, p := range append(gate.Protocols(), "no_such_protocol") {
+		if n := testing.AllocsPerRun(100, func() { m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass, p) }); n != 0 {
+			t.Errorf("RequestDone(%q) allocates %v times per call, want 0", p, n)
+		}
+	}
+}
+
+func BenchmarkRequestDone(b *testing.B) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.Options{Limiter: fixed, Outcomes: gate.Outcomes(), Protocols: gate.Protocols(),
+		Classes: []string{"interactive", "batch"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	outcomes, protocols := gate.Outcomes(), gate.Protocols()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			m.RequestDone(outcomes[i%len(outcomes)], "batch", protocols[i%len(protocols)])
+			i++
+		}
+	})
 }
 
 func TestHistograms(t *testing.T) {
@@ -243,7 +285,7 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			for range each {
-				m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass)
+				m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass, string(gate.ProtocolGRPC))
 				m.QueueWait(metrics.DefaultClass, 0.001)
 				m.FirstByte(0.01)
 				m.Received()
@@ -260,7 +302,7 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if got := outcomeCounts(t, reg)[string(gate.AdmittedDirect)]; got != goroutines*each {
+	if got := outcomeCounts(t, reg)["admitted_direct/grpc"]; got != goroutines*each {
 		t.Errorf("admitted_direct = %v, want %d", got, goroutines*each)
 	}
 	if got := histogram(t, reg, "slotgate_queue_wait_seconds").GetSampleCount(); got != goroutines*each {
@@ -277,7 +319,7 @@ func TestConcurrentUseAndScrapes(t *testing.T) {
 func TestLint(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
 	// Observe something so that every family has samples to lint.
-	m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass)
+	m.RequestDone(string(gate.AdmittedDirect), metrics.DefaultClass, string(gate.ProtocolHTTP))
 	m.QueueWait(metrics.DefaultClass, 0.1)
 	m.FirstByte(0.2)
 	m.Received()
@@ -287,7 +329,7 @@ func TestLint(t *testing.T) {
 
 func TestRegisterTwiceFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	opts := metrics.Options{Limiter: fixed, Outcomes: gate.Outcomes(), Version: "v", Revision: "r"}
+	opts := metrics.Options{Limiter: fixed, Outcomes: gate.Outcomes(), Protocols: gate.Protocols(), Version: "v", Revision: "r"}
 	if _, err := metrics.New(reg, opts); err != nil {
 		t.Fatalf("first New: %v", err)
 	}
@@ -300,13 +342,14 @@ func TestRegisterTwiceFails(t *testing.T) {
 	}
 }
 
-func TestNewRequiresLimiterAndOutcomes(t *testing.T) {
+func TestNewRequiresLimiterOutcomesAndProtocols(t *testing.T) {
 	tests := []struct {
 		name string
 		opts metrics.Options
 	}{
-		{"nil limiter", metrics.Options{Outcomes: gate.Outcomes()}},
-		{"no outcomes", metrics.Options{Limiter: fixed}},
+		{"nil limiter", metrics.Options{Outcomes: gate.Outcomes(), Protocols: gate.Protocols()}},
+		{"no outcomes", metrics.Options{Limiter: fixed, Protocols: gate.Protocols()}},
+		{"no protocols", metrics.Options{Limiter: fixed, Outcomes: gate.Outcomes()}},
 		{"zero options", metrics.Options{}},
 	}
 	for _, tt := range tests {
@@ -430,7 +473,7 @@ slotgate_request_queue_limit 2
 
 func TestHandlerServesTextFormat(t *testing.T) {
 	m, reg := newMetrics(t, fixed)
-	m.RequestDone(string(gate.EngineError), metrics.DefaultClass)
+	m.RequestDone(string(gate.EngineError), metrics.DefaultClass, string(gate.ProtocolGRPC))
 	srv := httptest.NewServer(metrics.Handler(reg))
 	defer srv.Close()
 
@@ -456,8 +499,10 @@ func TestHandlerServesTextFormat(t *testing.T) {
 		"\ndynamo_request_queue 5\n",
 		"# TYPE dynamo_rejection_request_total counter\n",
 		"\ndynamo_rejection_request_total 7\n",
-		"\nslotgate_requests_total{class=\"default\",outcome=\"engine_error\"} 1\n",
-		"\nslotgate_requests_total{class=\"default\",outcome=\"admitted_direct\"} 0\n",
+		"# HELP slotgate_requests_total Requests that went through admission, by how they ended, their policy class and the protocol they came by (http, grpc).\n",
+		"\nslotgate_requests_total{class=\"default\",outcome=\"engine_error\",protocol=\"grpc\"} 1\n",
+		"\nslotgate_requests_total{class=\"default\",outcome=\"engine_error\",protocol=\"http\"} 0\n",
+		"\nslotgate_requests_total{class=\"default\",outcome=\"admitted_direct\",protocol=\"http\"} 0\n",
 		"\nslotgate_build_info{revision=\"r\",version=\"v\"} 1\n",
 		"\ngo_goroutines ",
 	} {
@@ -544,6 +589,8 @@ func bucketCount(h *dto.Histogram, le float64) uint64 {
 	return 1<<64 - 1
 }
 
+// outcomeCounts returns the class=default series of
+// slotgate_requests_total by "outcome/protocol".
 func outcomeCounts(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	t.Helper()
 	mf := gather(t, reg, "slotgate_requests_total")
@@ -553,10 +600,11 @@ func outcomeCounts(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range mf.GetMetric() {
 		l := m.GetLabel() // sorted by name
-		if len(l) != 2 || l[0].GetName() != "class" || l[0].GetValue() != metrics.DefaultClass || l[1].GetName() != "outcome" {
-			t.Fatalf("slotgate_requests_total series with labels %v, want class=default and outcome", l)
+		if len(l) != 3 || l[0].GetName() != "class" || l[0].GetValue() != metrics.DefaultClass ||
+			l[1].GetName() != "outcome" || l[2].GetName() != "protocol" {
+			t.Fatalf("slotgate_requests_total series with labels %v, want class=default, outcome and protocol", l)
 		}
-		out[l[1].GetValue()] = m.GetCounter().GetValue()
+		out[l[1].GetValue()+"/"+l[2].GetValue()] = m.GetCounter().GetValue()
 	}
 	return out
 }

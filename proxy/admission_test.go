@@ -120,7 +120,7 @@ func TestClassifierRejections(t *testing.T) {
 	}{
 		{"capacity", admission.Reject(admission.CapacityExhausted, "budget spent"), 529, "policy", "budget spent", gate.RejectedPolicy},
 		{"rate limited", admission.Reject(admission.RateLimited, "slow down"), 429, "rate_limited", "slow down", gate.RejectedRateLimited},
-		{"plain error", context.DeadlineExceeded, 529, "policy", proxy.MessagePolicy, gate.RejectedPolicy},
+		{"plain error", context.DeadlineExceeded, 529, "policy", gate.MessagePolicy, gate.RejectedPolicy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeClassifier(func(context.Context, *admission.Request) error { return tc.err })

@@ -12,19 +12,6 @@ import (
 // the answer; the client never sees it (nginx's 499).
 const StatusClientClosedRequest = 499
 
-// Messages of the answers slotgate gives itself. The overload message is
-// Dynamo's, byte for byte: frontends match its prefix.
-const (
-	MessageCapacity = "Server overloaded: worker at capacity"
-	// MessageQueueTimeout is Dynamo's message for a request that waited
-	// past the queue delay (PR #14369), for every queue deadline.
-	MessageQueueTimeout = "Server overloaded: request rejected after exceeding the backend admission queue delay"
-	MessageUnreachable  = "Server unavailable: engine unreachable"
-	MessageDraining     = "Server unavailable: draining"
-	MessageBusy         = "Server overloaded: worker busy"
-	MessagePolicy       = "Server overloaded: request rejected by admission policy"
-)
-
 // ReasonHeader carries a machine-readable reason on every answer slotgate
 // gives itself, so routers need not parse bodies.
 const ReasonHeader = "X-Slotgate-Reason"
@@ -84,13 +71,13 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 	return answers{
 		overloadStatus: overload,
 		retryAfter:     ra,
-		policy:         newAnswer(overload, "Overloaded", MessagePolicy, "policy", ra),
-		capacity:       newAnswer(overload, "Overloaded", MessageCapacity, "capacity", ra),
-		queueTimeout:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
-		queueExpired:   newAnswer(overload, "Overloaded", MessageQueueTimeout, "queue_timeout", ra),
-		busy:           newAnswer(overload, "Overloaded", MessageBusy, "busy", ra),
-		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageUnreachable, "engine_unavailable", ""),
-		draining:       newAnswer(http.StatusServiceUnavailable, "Unavailable", MessageDraining, "draining", ra),
+		policy:         newAnswer(overload, "Overloaded", gate.MessagePolicy, "policy", ra),
+		capacity:       newAnswer(overload, "Overloaded", gate.MessageCapacity, "capacity", ra),
+		queueTimeout:   newAnswer(overload, "Overloaded", gate.MessageQueueTimeout, "queue_timeout", ra),
+		queueExpired:   newAnswer(overload, "Overloaded", gate.MessageQueueTimeout, "queue_timeout", ra),
+		busy:           newAnswer(overload, "Overloaded", gate.MessageBusy, "busy", ra),
+		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", gate.MessageUnreachable, "engine_unavailable", ""),
+		draining:       newAnswer(http.StatusServiceUnavailable, "Unavailable", gate.MessageDraining, "draining", ra),
 		badGateway:     newAnswer(http.StatusBadGateway, "EngineError", "Bad gateway: engine error", "engine_error", ""),
 		gatewayTimeout: newAnswer(http.StatusGatewayTimeout, "EngineError", "Gateway timeout: engine did not answer", "engine_error", ""),
 		badRequest: newAnswer(http.StatusBadRequest, "invalid_request_error",

@@ -32,19 +32,22 @@ type recObserver struct {
 	done       map[string]int
 	decided    map[string]int
 	byClass    map[string]int // "outcome/class"
+	protocols  map[string]int
 	queueWaits []float64
 	firstBytes []float64
 }
 
 func newRecObserver() *recObserver {
-	return &recObserver{done: make(map[string]int), decided: make(map[string]int), byClass: make(map[string]int)}
+	return &recObserver{done: make(map[string]int), decided: make(map[string]int), byClass: make(map[string]int),
+		protocols: make(map[string]int)}
 }
 
-func (o *recObserver) RequestDone(outcome, class string) {
+func (o *recObserver) RequestDone(outcome, class, protocol string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.done[outcome]++
 	o.byClass[outcome+"/"+class]++
+	o.protocols[protocol]++
 }
 
 func (o *recObserver) Received() {}
@@ -77,6 +80,7 @@ func (o *recObserver) FirstByte(seconds float64) {
 type snapshot struct {
 	done       map[string]int
 	decided    map[string]int
+	protocols  map[string]int
 	queueWaits []float64
 	firstBytes []float64
 }
@@ -87,6 +91,7 @@ func (o *recObserver) snapshot() snapshot {
 	s := snapshot{
 		done:       make(map[string]int, len(o.done)),
 		decided:    make(map[string]int, len(o.decided)),
+		protocols:  make(map[string]int, len(o.protocols)),
 		queueWaits: append([]float64(nil), o.queueWaits...),
 		firstBytes: append([]float64(nil), o.firstBytes...),
 	}
@@ -95,6 +100,9 @@ func (o *recObserver) snapshot() snapshot {
 	}
 	for k, v := range o.decided {
 		s.decided[k] = v
+	}
+	for k, v := range o.protocols {
+		s.protocols[k] = v
 	}
 	return s
 }
@@ -382,6 +390,9 @@ func (h *harness) waitDone(n int) snapshot {
 	s := h.obs.snapshot()
 	if s.total() != n {
 		h.t.Fatalf("observer has %d requests (%v), want %d", s.total(), s.done, n)
+	}
+	if len(s.protocols) != 1 || s.protocols[string(gate.ProtocolHTTP)] != n {
+		h.t.Errorf("observer has requests by protocol %v, want all %d of http", s.protocols, n)
 	}
 	return s
 }

@@ -268,7 +268,7 @@ func TestBusyRefusesBeforeAdmission(t *testing.T) {
 	h := newHarness(t, harnessConfig{engine: okEngine(t), limits: limiter.Options{Slots: 1, QueueLen: 2},
 		gate: func(o *gate.Options) { o.Busy = busy.Load }})
 	res := h.get("/v1/models/x")
-	if res.status != 529 || res.header.Get(proxy.ReasonHeader) != "busy" || !strings.Contains(res.body, proxy.MessageBusy) {
+	if res.status != 529 || res.header.Get(proxy.ReasonHeader) != "busy" || !strings.Contains(res.body, gate.MessageBusy) {
 		t.Errorf("while busy: %d %q %q", res.status, res.header.Get(proxy.ReasonHeader), res.body)
 	}
 	if n := h.engine.count("/v1/models/x"); n != 0 {

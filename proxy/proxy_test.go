@@ -271,7 +271,7 @@ func TestOverloadRejectsWithoutReadingBody(t *testing.T) {
 			if res.status != tc.wantStatus {
 				t.Errorf("status = %d, want %d", res.status, tc.wantStatus)
 			}
-			if want := errorJSON(proxy.MessageCapacity, "Overloaded", tc.wantStatus); res.body != want {
+			if want := errorJSON(gate.MessageCapacity, "Overloaded", tc.wantStatus); res.body != want {
 				t.Errorf("body = %q, want %q", res.body, want)
 			}
 			for name, want := range map[string]string{
@@ -636,7 +636,7 @@ func TestQueueTimeout(t *testing.T) {
 			if res.err != nil {
 				t.Fatal(res.err)
 			}
-			if want := errorJSON(proxy.MessageQueueTimeout, "Overloaded", 529); res.status != 529 || res.body != want {
+			if want := errorJSON(gate.MessageQueueTimeout, "Overloaded", 529); res.status != 529 || res.body != want {
 				t.Errorf("answer = %d %q, want 529 %q", res.status, res.body, want)
 			}
 			if got := res.header.Get(proxy.ReasonHeader); got != "queue_timeout" {
@@ -853,7 +853,7 @@ func TestEngineFailures(t *testing.T) {
 		{
 			name:       "engine unreachable",
 			wantStatus: http.StatusServiceUnavailable,
-			wantBody:   errorJSON(proxy.MessageUnreachable, "Unavailable", http.StatusServiceUnavailable),
+			wantBody:   errorJSON(gate.MessageUnreachable, "Unavailable", http.StatusServiceUnavailable),
 			wantReason: "engine_unavailable",
 			// No Retry-After: an unreachable engine is not overload, and a
 			// client should not be told to come back at a set time.
@@ -945,7 +945,7 @@ func TestDraining(t *testing.T) {
 			if res.err != nil {
 				t.Fatal(res.err)
 			}
-			want := errorJSON(proxy.MessageDraining, "Unavailable", http.StatusServiceUnavailable)
+			want := errorJSON(gate.MessageDraining, "Unavailable", http.StatusServiceUnavailable)
 			if res.status != http.StatusServiceUnavailable || res.body != want {
 				t.Errorf("answer = %d %q, want 503 %q", res.status, res.body, want)
 			}
