@@ -34,7 +34,9 @@ type grpcEngine struct {
 	gate                         chan struct{}
 }
 
-func newGRPCEngine(t *testing.T) *grpcEngine {
+// newGRPCEngine starts the engine; register adds services of its own
+// (server reflection, say).
+func newGRPCEngine(t *testing.T, register ...func(*grpc.Server)) *grpcEngine {
 	t.Helper()
 	e := &grpcEngine{gate: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -43,6 +45,9 @@ func newGRPCEngine(t *testing.T) *grpcEngine {
 	}
 	srv := grpc.NewServer()
 	testgrpc.RegisterTestServiceServer(srv, e)
+	for _, r := range register {
+		r(srv)
+	}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { e.release(); srv.Stop() })
 	e.addr = ln.Addr().String()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -113,27 +112,6 @@ func grpcurl(t *testing.T, args ...string) grpcurlRun {
 // other than OK: 64 plus the status code.
 func grpcurlExitCode(code int) int { return 64 + code }
 
-// newReflectingGRPCEngine is newGRPCEngine with grpc-go's server
-// reflection registered beside the TestService, as an engine that serves
-// reflection has it. Its reflection answers from the test process's
-// global registry, so it also describes services it does not serve, such
-// as grpc.health.v1.
-func newReflectingGRPCEngine(t *testing.T) *grpcEngine {
-	t.Helper()
-	e := &grpcEngine{gate: make(chan struct{})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(srv, e)
-	reflection.Register(srv)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { e.release(); srv.Stop() })
-	e.addr = ln.Addr().String()
-	return e
-}
-
 // writeProtoset writes the FileDescriptorSet that grpcurl's -protoset
 // reads: the file declaring service and every file it imports, imports
 // first, as protoc --include_imports would. It returns the file's path.
@@ -233,7 +211,7 @@ func TestGrpcurlWithReflection(t *testing.T) {
 	t.Parallel()
 	grpcurlBinary(t) // skip before starting anything when there is no grpcurl
 	httpEng := newEngine(t)
-	eng := newReflectingGRPCEngine(t)
+	eng := newGRPCEngine(t, func(srv *grpc.Server) { reflection.Register(srv) })
 	eng.release()
 	// Two slots: grpcurl keeps its reflection stream open while it makes
 	// the call, and both go through admission.
