@@ -150,8 +150,8 @@ BENCH_PLOT  ?= bench/latency.svg
 
 .PHONY: bench-go bench-peers bench-peers-deps
 
-bench-peers: bench-peers-deps ## slotgate vs direct, HAProxy and nginx (fast path sweep, SSE, overload, memory, abandoned); installs the peers with apt-get
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/slotgate ./bench/cmd/slotgate-bench
+bench-peers: bench-peers-deps ## slotgate vs direct, HAProxy and nginx (fast path sweep, SSE, overload, memory, abandoned, gRPC streams); installs the peers with apt-get
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/slotgate ./cmd/enginesim ./bench/cmd/slotgate-bench
 	$(BIN)/slotgate-bench --bin $(BIN) --out bench/results --plot $(BENCH_PLOT) $(BENCH_FLAGS)
 
 bench-peers-deps:

@@ -106,6 +106,11 @@ var rules = []rule{
 	// The load generator measures any OpenAI-compatible server: it knows
 	// nothing of slotgate.
 	{pkg: "loadgen", stdlibOnly: true},
+	// Its gRPC protocol: loadgen's Sender over grpc and vLLM's generated
+	// engine API, and still nothing of slotgate's own.
+	{pkg: "loadgen/grpcload", stdlibOnly: true, allow: slices.Concat([]string{
+		module + "/loadgen", module + "/protos/vllm/grpc/engine",
+	}, grpcAllow)},
 	// The estimator runs on the request path: standard library only.
 	{pkg: "load/estimate", stdlibOnly: true},
 	// The classifier plugin API is plain Go: plugins must not need to
@@ -127,8 +132,11 @@ var rules = []rule{
 	{pkg: "load/report", stdlibOnly: true},
 	{pkg: "load/watch", stdlibOnly: true, allow: []string{module + "/load/report"}},
 	// The benchmark drives slotgate from outside, as a user would: it reads
-	// the load snapshot's wire form and nothing else of slotgate's.
-	{pkg: "bench/cmd/slotgate-bench", stdlibOnly: true, allow: []string{module + "/load/report", module + "/bench/configs"}},
+	// the load snapshot's wire form and calls vLLM's gRPC Generate with the
+	// generated client, and nothing else of slotgate's.
+	{pkg: "bench/cmd/slotgate-bench", stdlibOnly: true, allow: slices.Concat([]string{
+		module + "/load/report", module + "/bench/configs", module + "/protos/vllm/grpc/engine",
+	}, grpcAllow)},
 	{pkg: "bench/configs", stdlibOnly: true},
 	// merge computes the snapshot from the load packages; it knows nothing
 	// of HTTP proxying, metrics or configuration.
@@ -305,6 +313,14 @@ func TestRuleCheck(t *testing.T) {
 		{"protos/slotgate/load/v1", module + "/load/report", false},
 		{"protos/slotgate/load/v1", "go.uber.org/zap", false},
 		{"protos/slotgate/load/v1", "google.golang.org/grpcx", false},
+		{"loadgen", "google.golang.org/grpc", false},
+		{"loadgen/grpcload", module + "/loadgen", true},
+		{"loadgen/grpcload", module + "/protos/vllm/grpc/engine", true},
+		{"loadgen/grpcload", "google.golang.org/grpc/stats", true},
+		{"loadgen/grpcload", module + "/sim", false},
+		{"loadgen/grpcload", module + "/protos/slotgate/load/v1", false},
+		{"loadgen/grpcload", pkgFlagenv, false},
+		{"loadgen/grpcload", "go.uber.org/zap", false},
 		{"load/loadgrpc", module + "/load/report", true},
 		{"load/loadgrpc", module + "/protos/slotgate/load/v1", true},
 		{"load/loadgrpc", "google.golang.org/grpc/health", true},

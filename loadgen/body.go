@@ -20,21 +20,14 @@ var words = [...]string{
 	"oil", "pen", "tea", "war",
 }
 
-// shape is what request i asks for.
-type shape struct {
-	promptTokens int
-	maxTokens    int
-	prompt       string
-}
-
-// shapeOf returns request i's shape, a function of the seed and i alone:
-// each request has its own PRNG stream, so the closed loop's workers need
-// no shared generator and any schedule sends the same requests.
-func shapeOf(o *Options, i int64) shape {
+// requestOf returns request i, a function of the seed and i alone: each
+// request has its own PRNG stream, so the closed loop's workers need no
+// shared generator and any schedule sends the same requests.
+func requestOf(o *Options, i int64) Request {
 	rng := rand.New(rand.NewPCG(o.Seed, uint64(i)))
 	p := o.PromptTokens.Sample(rng)
 	m := o.MaxTokens.Sample(rng)
-	return shape{promptTokens: p, maxTokens: m, prompt: promptText(rng, p)}
+	return Request{Index: i, Prompt: promptText(rng, p), PromptTokens: p, MaxTokens: m, Stream: o.Stream}
 }
 
 // promptText returns n random words separated by spaces: about 4n
@@ -60,8 +53,8 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// request is the body of a completion or chat completion request.
-type request struct {
+// apiRequest is the body of a completion or chat completion request.
+type apiRequest struct {
 	Model         string         `json:"model"`
 	Prompt        string         `json:"prompt,omitempty"`
 	Messages      []message      `json:"messages,omitempty"`
@@ -71,16 +64,16 @@ type request struct {
 	IgnoreEOS     bool           `json:"ignore_eos"`
 }
 
-// body encodes s as the JSON body for o's endpoint. stream_options is sent
-// only with stream: true, since engines refuse it otherwise.
-func body(o *Options, s shape) []byte {
-	r := request{Model: o.Model, MaxTokens: s.maxTokens, Stream: o.Stream, IgnoreEOS: true}
+// body encodes req as the JSON body for o's endpoint. stream_options is
+// sent only with stream: true, since engines refuse it otherwise.
+func body(o *Options, req Request) []byte {
+	r := apiRequest{Model: o.Model, MaxTokens: req.MaxTokens, Stream: req.Stream, IgnoreEOS: true}
 	if o.Endpoint == EndpointChat {
-		r.Messages = []message{{Role: "user", Content: s.prompt}}
+		r.Messages = []message{{Role: "user", Content: req.Prompt}}
 	} else {
-		r.Prompt = s.prompt
+		r.Prompt = req.Prompt
 	}
-	if o.Stream {
+	if req.Stream {
 		r.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
 	b, err := json.Marshal(r)

@@ -1,8 +1,11 @@
 // Package loadgen is slotgate's load generator. It sends OpenAI-style
 // completion requests (/v1/completions or /v1/chat/completions) to slotgate
-// or directly to an engine, and measures what the users of an LLM service
-// measure: the answer's status, time to first token (TTFT), inter-token
-// latency (ITL), end-to-end latency (E2E) and token throughput.
+// or directly to an engine, or, through an Options.Sender, requests of
+// another protocol (loadgen/grpcload: vLLM's gRPC Generate), and measures
+// what the users of an LLM service measure: the answer's status, time to
+// first token (TTFT), inter-token latency (ITL), end-to-end latency (E2E)
+// and token throughput. The package itself is the standard library only:
+// a protocol with other dependencies lives in a Sender of its own package.
 //
 // Two load shapes:
 //
@@ -15,15 +18,18 @@
 //
 // Each request ends with exactly one outcome, its key in Report.ByStatus:
 //
-//   - the HTTP status, such as "200", "529", "503" or "429";
+//   - the status: an HTTP status, such as "200", "529", "503" or "429", or
+//     a gRPC code name, such as "OK", "RESOURCE_EXHAUSTED" or "UNAVAILABLE";
 //   - "error": no answer (refused, reset, malformed), or the body failed;
 //   - "timeout": Options.Timeout passed first;
 //   - "cancelled": still in flight when the drain timeout passed;
-//   - "stream_error": a 2xx stream that carried an error event;
-//   - "bad_response": a 2xx whose body was not the JSON expected.
+//   - "stream_error": a success (2xx) whose stream carried an error event;
+//   - "bad_response": a success whose content was not what the protocol
+//     says (JSON that does not parse, a gRPC stream without its end).
 //
-// A request succeeds when it ends with a 2xx status and a complete body; only
-// successful requests give latency samples and count in the throughput.
+// A request succeeds when it ends with a success status (HTTP 2xx, gRPC OK)
+// and complete content; only successful requests give latency samples and
+// count in the throughput. Any other status is a refusal.
 //
 // Invariants:
 //
@@ -41,5 +47,5 @@
 //     Seed and i alone; the open loop's arrival times depend on Seed and Rate
 //     alone. Two runs with one seed send the same requests.
 //   - Run owns every goroutine it starts and returns only after all of them
-//     ended, with the client's idle connections closed.
+//     ended, with the HTTP client's idle connections closed.
 package loadgen

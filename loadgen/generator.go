@@ -2,8 +2,6 @@ package loadgen
 
 import (
 	"context"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,8 +11,7 @@ import (
 // once, each call a new run with the same options.
 type Generator struct {
 	opts   Options
-	target string // URL + Endpoint
-	client *http.Client
+	sender Sender
 }
 
 // New checks opts and returns a Generator, or an error joining every
@@ -27,22 +24,24 @@ func New(opts Options) (*Generator, error) {
 	if opts.Mode == Open {
 		inFlight = opts.MaxOutstanding
 	}
-	return &Generator{
-		opts:   opts,
-		target: strings.TrimSuffix(opts.URL, "/") + opts.Endpoint,
-		client: newClient(inFlight),
-	}, nil
+	g := &Generator{opts: opts, sender: opts.Sender}
+	if g.sender == nil {
+		g.sender = newHTTPSender(&g.opts, inFlight)
+	}
+	return g, nil
 }
 
-// Target is the URL requests are sent to.
-func (g *Generator) Target() string { return g.target }
+// Target is where requests are sent: the URL of the endpoint, or the
+// Sender's Target.
+func (g *Generator) Target() string { return g.sender.Target() }
 
 // Run sends the load and returns its report. It stops issuing requests at
 // the first of: Requests issued, Duration passed, ctx done; it then waits up
 // to DrainTimeout for the requests in flight and cancels the rest. Run never
 // fails: every request's outcome is in the report, and a cancelled ctx only
 // ends the run early (Report.Interrupted). Every goroutine it starts has
-// ended when it returns.
+// ended when it returns, with the HTTP client's idle connections closed
+// (an Options.Sender's connections are its owner's to close).
 func (g *Generator) Run(ctx context.Context) Report {
 	rec := newRecorder()
 	issueCtx, stopIssuing := g.issueContext(ctx)
@@ -51,7 +50,9 @@ func (g *Generator) Run(ctx context.Context) Report {
 	// timeout cancels them.
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	defer g.client.CloseIdleConnections()
+	if hs, ok := g.sender.(*httpSender); ok {
+		defer hs.client.CloseIdleConnections()
+	}
 
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -87,7 +87,7 @@ func TestProgressWrite(t *testing.T) {
 		p := g.newProgress(rec, start)
 		for i := range 12 {
 			rec.begin()
-			rec.record(result{outcome: "200", status: 200, ok: true})
+			rec.record(result{outcome: "200", answered: true, success: true, ok: true})
 			p.write(start.Add(time.Duration(i+1) * time.Second))
 		}
 		ctx, cancel := context.WithCancel(t.Context())

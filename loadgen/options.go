@@ -53,13 +53,21 @@ type Options struct {
 	// stopped, before they are cancelled; 0 cancels them at once.
 	DrainTimeout time.Duration
 
+	// Sender, when set, sends each request instead of the Generator's own
+	// OpenAI HTTP client (loadgen/grpcload sends vLLM's gRPC Generate). URL,
+	// Endpoint and APIKey are the HTTP client's and must then be empty;
+	// Model is optional, and only echoed in the report. The caller owns the
+	// Sender and closes whatever it holds after Run.
+	Sender Sender
+
 	// URL is the base URL of slotgate or of the engine, http or https.
 	URL string
 	// Endpoint is EndpointCompletions or EndpointChat, appended to URL.
 	Endpoint string
 	// Model is the request's model.
 	Model string
-	// Stream asks for a Server-Sent Events stream with a usage chunk.
+	// Stream asks for the answer as a stream: over HTTP, Server-Sent Events
+	// with a usage chunk.
 	Stream bool
 	// PromptTokens is the prompt length, about 4 characters a token.
 	PromptTokens Dist
@@ -79,8 +87,8 @@ type Options struct {
 	Terminal bool
 }
 
-// validate applies the defaults of empty Mode and Endpoint and returns every
-// problem of o, joined.
+// validate applies the defaults of empty Mode and Endpoint (without a
+// Sender) and returns every problem of o, joined.
 func (o *Options) validate() error {
 	var errs []error
 	bad := func(field string, value any, rule string) {
@@ -89,7 +97,7 @@ func (o *Options) validate() error {
 	if o.Mode == "" {
 		o.Mode = Closed
 	}
-	if o.Endpoint == "" {
+	if o.Endpoint == "" && o.Sender == nil {
 		o.Endpoint = EndpointCompletions
 	}
 	switch o.Mode {
@@ -113,6 +121,21 @@ func (o *Options) validate() error {
 	if o.DrainTimeout < 0 || o.Timeout < 0 || o.ProgressInterval < 0 {
 		bad("DrainTimeout", o.DrainTimeout, "and Timeout and ProgressInterval must not be negative")
 	}
+	if o.Sender != nil {
+		if o.URL != "" || o.Endpoint != "" || o.APIKey != "" {
+			bad("URL", o.URL, "and Endpoint "+o.Endpoint+" and APIKey are for HTTP: they must be empty with a Sender")
+		}
+	} else {
+		o.checkHTTP(bad)
+	}
+	if !o.PromptTokens.Valid() || !o.MaxTokens.Valid() {
+		bad("PromptTokens", o.PromptTokens, "and MaxTokens "+o.MaxTokens.String()+" must be valid distributions")
+	}
+	return errors.Join(errs...)
+}
+
+// checkHTTP reports the problems of the HTTP client's settings to bad.
+func (o *Options) checkHTTP(bad func(field string, value any, rule string)) {
 	if err := checkURL(o.URL); err != nil {
 		bad("URL", o.URL, err.Error())
 	}
@@ -122,10 +145,6 @@ func (o *Options) validate() error {
 	if strings.TrimSpace(o.Model) == "" {
 		bad("Model", o.Model, "must not be empty")
 	}
-	if !o.PromptTokens.Valid() || !o.MaxTokens.Valid() {
-		bad("PromptTokens", o.PromptTokens, "and MaxTokens "+o.MaxTokens.String()+" must be valid distributions")
-	}
-	return errors.Join(errs...)
 }
 
 // checkURL accepts an http or https URL with a host and no query or

@@ -62,10 +62,10 @@ func (r *recorder) record(res result) {
 	case res.ok:
 		r.ok.Add(1)
 		r.outputTokens.Add(int64(res.reply.outputTokens()))
-	case res.status == 0 || res.status/100 == 2:
-		r.failed.Add(1) // no answer, or a 2xx that broke off
+	case !res.answered || res.success:
+		r.failed.Add(1) // no answer, or a success that broke off
 	default:
-		r.rejected.Add(1) // an HTTP status other than 2xx
+		r.rejected.Add(1) // a status other than a success
 	}
 	r.mu.Lock()
 	r.byStatus[res.outcome]++

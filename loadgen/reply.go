@@ -4,18 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"time"
-)
-
-// Sentinels for a 2xx answer that did not complete; the outcome mapper
-// branches on them.
-var (
-	errStreamError = errors.New("stream carried an error event")
-	errBadResponse = errors.New("response is not the JSON expected")
 )
 
 // maxLine bounds one SSE line, and maxBody a whole non-streamed body.
@@ -71,21 +63,47 @@ func (c *chunk) isError() bool {
 	return c.Object == "error" || (len(c.Error) > 0 && string(c.Error) != "null")
 }
 
-// reply is what a 2xx body said, with the arrival time of its content.
-type reply struct {
-	first   time.Time       // the first chunk with text; zero if none
-	last    time.Time       // the last chunk with text so far
-	end     time.Time       // [DONE], or the end of the body
-	gaps    []time.Duration // between consecutive chunks with text
-	content int             // chunks with text
+// Reply records an answer's content as it arrives: a Sender calls Content
+// for each message that carries output (a chunk with text, a message with
+// token ids), Usage with the token counts the server reported, and End
+// when the answer ended. The zero Reply is empty and ready to use.
+type Reply struct {
+	first   time.Time       // the first message with output; zero if none
+	last    time.Time       // the last message with output so far
+	end     time.Time       // the end of the answer
+	gaps    []time.Duration // between consecutive messages with output
+	content int             // messages with output
 	usage   *usage          // the last usage seen
 }
+
+// Content records a message with output that arrived at t: the first one
+// gives the time to first token, each later one an inter-token gap.
+func (r *Reply) Content(t time.Time) {
+	if r.content == 0 {
+		r.first = t
+	} else {
+		r.gaps = append(r.gaps, t.Sub(r.last))
+	}
+	r.last = t
+	r.content++
+}
+
+// Usage records the prompt and output tokens the server reported; the
+// last call wins. Without one, the output tokens are the messages with
+// output, and the prompt tokens 0.
+func (r *Reply) Usage(promptTokens, outputTokens int) {
+	r.usage = &usage{PromptTokens: promptTokens, CompletionTokens: outputTokens}
+}
+
+// End records when the answer ended, which ends its end-to-end latency.
+// Without it, a complete answer ends when Send returned it.
+func (r *Reply) End(t time.Time) { r.end = t }
 
 // readReply reads resp's body as a Server-Sent Events stream when its
 // Content-Type says so, and as one JSON response otherwise. now is the
 // clock. A read failure is returned wrapped; an error event wraps
-// errStreamError and unparsable JSON errBadResponse.
-func readReply(contentType string, body io.Reader, now func() time.Time) (reply, error) {
+// ErrStreamError and unparsable JSON ErrBadResponse.
+func readReply(contentType string, body io.Reader, now func() time.Time) (Reply, error) {
 	if mt, _, _ := mime.ParseMediaType(contentType); mt == "text/event-stream" {
 		return readStream(body, now)
 	}
@@ -95,8 +113,8 @@ func readReply(contentType string, body io.Reader, now func() time.Time) (reply,
 // readStream reads OpenAI's stream: one JSON chunk per "data:" line, up to
 // "data: [DONE]" or the end of the body. Other lines (blank, comments,
 // event:, id:) are skipped. Each chunk is timed when its line is read.
-func readStream(body io.Reader, now func() time.Time) (reply, error) {
-	var r reply
+func readStream(body io.Reader, now func() time.Time) (Reply, error) {
+	var r Reply
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 16<<10), maxLine)
 	for sc.Scan() {
@@ -107,12 +125,12 @@ func readStream(body io.Reader, now func() time.Time) (reply, error) {
 		}
 		data = bytes.TrimSpace(data)
 		if string(data) == "[DONE]" {
-			r.end = t
+			r.End(t)
 			return r, nil
 		}
 		var c chunk
 		if err := json.Unmarshal(data, &c); err != nil {
-			return r, fmt.Errorf("%w: data line: %w", errBadResponse, err)
+			return r, fmt.Errorf("%w: data line: %w", ErrBadResponse, err)
 		}
 		if err := r.add(&c, t); err != nil {
 			return r, err
@@ -121,60 +139,53 @@ func readStream(body io.Reader, now func() time.Time) (reply, error) {
 	if err := sc.Err(); err != nil {
 		return r, fmt.Errorf("read stream: %w", err)
 	}
-	r.end = now()
+	r.End(now())
 	return r, nil
 }
 
 // readWhole reads a non-streamed response; all its content arrives at once.
-func readWhole(body io.Reader, now func() time.Time) (reply, error) {
+func readWhole(body io.Reader, now func() time.Time) (Reply, error) {
 	b, err := io.ReadAll(io.LimitReader(body, maxBody))
 	if err != nil {
-		return reply{}, fmt.Errorf("read body: %w", err)
+		return Reply{}, fmt.Errorf("read body: %w", err)
 	}
 	t := now()
 	var c chunk
 	if err := json.Unmarshal(b, &c); err != nil {
-		return reply{}, fmt.Errorf("%w: body: %w", errBadResponse, err)
+		return Reply{}, fmt.Errorf("%w: body: %w", ErrBadResponse, err)
 	}
-	var r reply
+	var r Reply
 	if err := r.add(&c, t); err != nil {
 		return r, err
 	}
-	r.end = t
+	r.End(t)
 	return r, nil
 }
 
 // add records chunk c, read at t.
-func (r *reply) add(c *chunk, t time.Time) error {
+func (r *Reply) add(c *chunk, t time.Time) error {
 	if c.isError() {
-		return fmt.Errorf("%w: %s", errStreamError, c.Error)
+		return fmt.Errorf("%w: %s", ErrStreamError, c.Error)
 	}
 	if c.Usage != nil {
 		r.usage = c.Usage
 	}
-	if !c.hasText() {
-		return nil
+	if c.hasText() {
+		r.Content(t)
 	}
-	if r.content == 0 {
-		r.first = t
-	} else {
-		r.gaps = append(r.gaps, t.Sub(r.last))
-	}
-	r.last = t
-	r.content++
 	return nil
 }
 
 // outputTokens is the usage's completion tokens, or the number of chunks
 // with text when the answer had no usage.
-func (r *reply) outputTokens() int {
+func (r *Reply) outputTokens() int {
 	if r.usage != nil {
 		return r.usage.CompletionTokens
 	}
 	return r.content
 }
 
-func (r *reply) promptTokens() int {
+func (r *Reply) promptTokens() int {
 	if r.usage != nil {
 		return r.usage.PromptTokens
 	}

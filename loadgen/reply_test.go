@@ -53,10 +53,10 @@ func TestReadStream(t *testing.T) {
 		{"empty stream", lines(done), 0, nil, 1, 0, 0, nil},
 		{"ends without [DONE]", lines(text, text), 1, secs(1), 3, 2, 0, nil},
 		{"data after [DONE] ignored", lines(text, done, text), 1, nil, 2, 1, 0, nil},
-		{"error event", lines(text, `data: {"error":{"message":"boom","code":500}}`, done), 1, nil, 0, 1, 0, errStreamError},
-		{"old error object", lines(text, `data: {"object":"error","message":"boom"}`), 1, nil, 0, 1, 0, errStreamError},
+		{"error event", lines(text, `data: {"error":{"message":"boom","code":500}}`, done), 1, nil, 0, 1, 0, ErrStreamError},
+		{"old error object", lines(text, `data: {"object":"error","message":"boom"}`), 1, nil, 0, 1, 0, ErrStreamError},
 		{"null error is no error", lines(`data: {"choices":[{"text":"x"}],"error":null}`, done), 1, nil, 2, 1, 0, nil},
-		{"not json", lines(text, "data: {oops"), 1, nil, 0, 1, 0, errBadResponse},
+		{"not json", lines(text, "data: {oops"), 1, nil, 0, 1, 0, ErrBadResponse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := readReply("text/event-stream; charset=utf-8", strings.NewReader(tc.body), fakeClock())
@@ -85,8 +85,8 @@ func TestReadWhole(t *testing.T) {
 		{"chat", "", `{"choices":[{"message":{"role":"assistant","content":"abc"}}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`, 1, 3, 5, nil},
 		{"no usage", "application/json", `{"choices":[{"text":"abc"}]}`, 1, 1, 0, nil},
 		{"empty text", "application/json", `{"choices":[{"text":""}]}`, 0, 0, 0, nil},
-		{"error body", "application/json", `{"error":{"message":"x"}}`, 0, 0, 0, errStreamError},
-		{"not json", "application/json", `<html>`, 0, 0, 0, errBadResponse},
+		{"error body", "application/json", `{"error":{"message":"x"}}`, 0, 0, 0, ErrStreamError},
+		{"not json", "application/json", `<html>`, 0, 0, 0, ErrBadResponse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := readReply(tc.contentType, strings.NewReader(tc.body), fakeClock())
@@ -106,12 +106,12 @@ func TestReadWhole(t *testing.T) {
 func TestReadStreamFailure(t *testing.T) {
 	body := io.MultiReader(strings.NewReader("data: {\"choices\":[{\"text\":\"x\"}]}\n\n"), iotest.ErrReader(io.ErrUnexpectedEOF))
 	_, err := readReply("text/event-stream", body, fakeClock())
-	if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errStreamError) || errors.Is(err, errBadResponse) {
+	if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrStreamError) || errors.Is(err, ErrBadResponse) {
 		t.Errorf("error = %v, want the read error alone", err)
 	}
 }
 
-func checkReply(t *testing.T, r reply, first int64, gaps []time.Duration, end int64, output, prompt int) {
+func checkReply(t *testing.T, r Reply, first int64, gaps []time.Duration, end int64, output, prompt int) {
 	t.Helper()
 	if first == 0 && !r.first.IsZero() || first != 0 && r.first.Unix() != first {
 		t.Errorf("first text at %v, want second %d", r.first.Unix(), first)

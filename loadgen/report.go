@@ -34,8 +34,9 @@ const ReportVersion = 1
 //	  "max_concurrency_observed": 4   // most requests in flight at once
 //	}
 //
-// by_status keys are HTTP statuses ("200", "529", …) or error, timeout,
-// cancelled, stream_error, bad_response. Latencies are in seconds, from
+// by_status keys are HTTP statuses ("200", "529", …), gRPC code names
+// ("OK", "RESOURCE_EXHAUSTED", …) or error, timeout, cancelled,
+// stream_error, bad_response. Latencies are in seconds, from
 // successful requests only; percentiles are nearest-rank (see Percentile).
 type Report struct {
 	Version                int              `json:"version"`
@@ -66,7 +67,7 @@ type RunConfig struct {
 	DurationSeconds     float64 `json:"duration_seconds"`
 	DrainTimeoutSeconds float64 `json:"drain_timeout_seconds"`
 	Target              string  `json:"target"`
-	Model               string  `json:"model"`
+	Model               string  `json:"model"` // "" with a Sender that has none
 	Stream              bool    `json:"stream"`
 	PromptTokens        string  `json:"prompt_tokens"`
 	MaxTokens           string  `json:"max_tokens"`
@@ -105,7 +106,7 @@ func (g *Generator) runConfig() RunConfig {
 	c := RunConfig{
 		Mode: o.Mode, Requests: o.Requests,
 		DurationSeconds: o.Duration.Seconds(), DrainTimeoutSeconds: o.DrainTimeout.Seconds(),
-		Target: g.target, Model: o.Model, Stream: o.Stream,
+		Target: g.Target(), Model: o.Model, Stream: o.Stream,
 		PromptTokens: o.PromptTokens.String(), MaxTokens: o.MaxTokens.String(), Seed: o.Seed,
 	}
 	if o.Mode == Open {

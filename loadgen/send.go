@@ -7,10 +7,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// Outcomes other than an HTTP status; see the package documentation.
+// Outcomes other than a status; see the package documentation.
 const (
 	OutcomeError       = "error"
 	OutcomeTimeout     = "timeout"
@@ -19,14 +20,19 @@ const (
 	OutcomeBadResponse = "bad_response"
 )
 
-// result is one request's outcome and, when ok, its measurements.
-type result struct {
-	outcome string
-	status  int  // the HTTP status; 0 when none came
-	ok      bool // 2xx with a complete body
-	reply   reply
-	start   time.Time
+// httpSender is the default Sender: OpenAI completion requests over
+// HTTP/1.1.
+type httpSender struct {
+	opts   *Options
+	target string // URL + Endpoint
+	client *http.Client
 }
+
+func newHTTPSender(o *Options, inFlight int) *httpSender {
+	return &httpSender{opts: o, target: strings.TrimSuffix(o.URL, "/") + o.Endpoint, client: newClient(inFlight)}
+}
+
+func (s *httpSender) Target() string { return s.target }
 
 // newClient returns the run's one client: HTTP/1.1 only (one connection per
 // request in flight, as engines and slotgate see real clients), enough idle
@@ -46,44 +52,34 @@ func newClient(inFlight int) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// send sends request i and reads its answer to the end. ctx is the run's
-// request context: its cancellation at the drain timeout makes the outcome
-// "cancelled".
-func (g *Generator) send(ctx context.Context, i int64) result {
-	rctx, cancel := ctx, context.CancelFunc(func() {})
-	if g.opts.Timeout > 0 {
-		rctx, cancel = context.WithTimeout(ctx, g.opts.Timeout)
-	}
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, g.target,
-		bytes.NewReader(body(&g.opts, shapeOf(&g.opts, i))))
+// Send sends req and reads its answer to the end: the status, and after a
+// 2xx the body.
+func (s *httpSender) Send(ctx context.Context, req Request) Answer {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.target, bytes.NewReader(body(s.opts, req)))
 	if err != nil {
-		return result{outcome: OutcomeError}
+		return Answer{Err: err, Start: time.Now()}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if g.opts.Stream {
-		req.Header.Set("Accept", "text/event-stream")
+	hreq.Header.Set("Content-Type", "application/json")
+	if req.Stream {
+		hreq.Header.Set("Accept", "text/event-stream")
 	}
-	if g.opts.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+g.opts.APIKey)
+	if s.opts.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+s.opts.APIKey)
 	}
-	start := time.Now()
-	resp, err := g.client.Do(req)
+	a := Answer{Start: time.Now()}
+	resp, err := s.client.Do(hreq)
 	if err != nil {
-		return result{outcome: outcomeOf(ctx, rctx, err), start: start}
+		a.Err = err
+		return a
 	}
 	defer closeBody(resp.Body)
-	res := result{outcome: strconv.Itoa(resp.StatusCode), status: resp.StatusCode, start: start}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return res
+	a.Status = strconv.Itoa(resp.StatusCode)
+	a.Success = resp.StatusCode >= 200 && resp.StatusCode <= 299
+	if !a.Success {
+		return a
 	}
-	res.reply, err = readReply(resp.Header.Get("Content-Type"), resp.Body, time.Now)
-	if err != nil {
-		res.outcome = outcomeOf(ctx, rctx, err)
-		return res
-	}
-	res.ok = true
-	return res
+	a.Reply, a.Err = readReply(resp.Header.Get("Content-Type"), resp.Body, time.Now)
+	return a
 }
 
 // outcomeOf maps a failed request to its outcome: the one function that
@@ -91,9 +87,9 @@ func (g *Generator) send(ctx context.Context, i int64) result {
 // ctx is the run's request context, rctx the request's own.
 func outcomeOf(ctx, rctx context.Context, err error) string {
 	switch {
-	case errors.Is(err, errStreamError):
+	case errors.Is(err, ErrStreamError):
 		return OutcomeStreamError
-	case errors.Is(err, errBadResponse):
+	case errors.Is(err, ErrBadResponse):
 		return OutcomeBadResponse
 	case ctx.Err() != nil:
 		return OutcomeCancelled

@@ -13,7 +13,7 @@ import (
 
 // WriteTable writes r for people: one "name  value" row per figure, a
 // "status S  N" row per outcome (HTTP statuses in numeric order, then the
-// others by name), and a table of latencies in milliseconds.
+// others, gRPC codes among them, by name), and a table of latencies in milliseconds.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(name, format string, args ...any) {
@@ -21,7 +21,11 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	c := r.Config
 	row("target", "%s", c.Target)
-	row("model", "%s (%s)", c.Model, map[bool]string{true: "stream", false: "no stream"}[c.Stream])
+	model := c.Model
+	if model == "" {
+		model = "none"
+	}
+	row("model", "%s (%s)", model, map[bool]string{true: "stream", false: "no stream"}[c.Stream])
 	row("load", "%s", loadText(c))
 	row("lengths", "prompt %s tokens, max_tokens %s", c.PromptTokens, c.MaxTokens)
 	row("duration", "%.3f s", r.DurationSeconds)

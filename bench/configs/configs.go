@@ -27,6 +27,10 @@ type Params struct {
 	// QueueTimeout is HAProxy's `timeout queue` (HAProxy's time syntax,
 	// e.g. "1s"); empty: 30s, longer than any run.
 	QueueTimeout string
+	// HTTP2On turns nginx's HTTP/2 listener on with `http2 on` (nginx
+	// 1.25.1 and later) rather than the listen's http2 parameter, which
+	// older versions need.
+	HTTP2On bool
 }
 
 func (p Params) validate() error {
@@ -46,8 +50,8 @@ func (p Params) validate() error {
 	return errors.Join(errs...)
 }
 
-// Render fills in the template name ("haproxy.cfg.tmpl" or
-// "nginx.conf.tmpl") with p.
+// Render fills in the template name ("haproxy.cfg.tmpl", "nginx.conf.tmpl",
+// or for gRPC "haproxy-grpc.cfg.tmpl", "nginx-grpc.conf.tmpl") with p.
 func Render(name string, p Params) ([]byte, error) {
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("render %s: %w", name, err)

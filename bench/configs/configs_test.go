@@ -72,3 +72,50 @@ func TestRenderRejectsBadParams(t *testing.T) {
 		t.Fatal("Render of an unknown template: want an error")
 	}
 }
+
+func TestRenderGRPC(t *testing.T) {
+	p := Params{Run: "/tmp/r", Port: 18080, Upstream: "127.0.0.1:9001", N: 256, Q: 16, Workers: 2, Keepalive: 64}
+	for _, tc := range []struct {
+		name    string
+		http2On bool
+		want    []string
+		not     []string
+	}{
+		{"haproxy-grpc.cfg.tmpl", false, []string{
+			"mode http",
+			"bind 127.0.0.1:18080 proto h2",
+			"server s1 127.0.0.1:9001 proto h2 maxconn 256 maxqueue 16",
+			"option http-no-delay",
+		}, []string{"queue(be)", "return status 529"}},
+		{"nginx-grpc.conf.tmpl", false, []string{
+			"listen 127.0.0.1:18080 http2 backlog=4096;",
+			"grpc_pass grpc://up;",
+			"server 127.0.0.1:9001 max_conns=256;",
+			"keepalive 64;",
+		}, []string{"http2 on;"}},
+		{"nginx-grpc.conf.tmpl", true, []string{
+			"listen 127.0.0.1:18080 backlog=4096;",
+			"http2 on;",
+			"grpc_pass grpc://up;",
+		}, []string{" http2 backlog"}},
+	} {
+		p.HTTP2On = tc.http2On
+		out, err := Render(tc.name, p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s (http2 on %v): missing %q in:\n%s", tc.name, tc.http2On, w, out)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(string(out), w) {
+				t.Errorf("%s (http2 on %v): unexpected %q in:\n%s", tc.name, tc.http2On, w, out)
+			}
+		}
+		if strings.Contains(string(out), "{{") || strings.Contains(string(out), "<no value>") {
+			t.Errorf("%s: unfilled template:\n%s", tc.name, out)
+		}
+	}
+}

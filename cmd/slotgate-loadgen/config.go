@@ -3,15 +3,20 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/slotgate/slotgate/internal/flagenv"
 	"github.com/slotgate/slotgate/loadgen"
+	"github.com/slotgate/slotgate/loadgen/grpcload"
 )
 
 // config is the validated command line and environment.
 type config struct {
 	// opts are the generator's options, progress output excepted.
 	opts loadgen.Options
+	// grpcURL is --url with --grpc, the gRPC server's http://host:port;
+	// "" over HTTP, when opts.URL is the URL instead.
+	grpcURL string
 	// jsonPath is --json: "" for none, "-" for stdout.
 	jsonPath string
 	// showVersion is set by --version.
@@ -58,14 +63,18 @@ func (c *config) fill(r *raw, v *flagenv.Checker) {
 		v.Fail("requests", r.Requests, "at least one of "+v.Name("requests")+" and "+v.Name("duration")+" must be set")
 	}
 	o.DrainTimeout = v.Duration("drain-timeout", r.DrainTimeout, 0)
-	o.URL = url(v, "url", r.URL)
-	o.Endpoint = v.OneOf("endpoint", r.Endpoint, loadgen.EndpointCompletions, loadgen.EndpointChat)
-	o.Model = v.NonEmpty("model", r.Model)
+	if v.Bool("grpc", r.GRPC) {
+		c.fillGRPC(r, v)
+	} else {
+		o.URL = url(v, "url", r.URL)
+		o.Endpoint = v.OneOf("endpoint", r.Endpoint, loadgen.EndpointCompletions, loadgen.EndpointChat)
+		o.Model = v.NonEmpty("model", r.Model)
+		o.APIKey = r.APIKey
+	}
 	o.Stream = v.Bool("stream", r.Stream)
 	o.PromptTokens = dist(v, "prompt-tokens", r.PromptTokens)
 	o.MaxTokens = dist(v, "max-tokens", r.MaxTokens)
 	o.Timeout = v.Duration("timeout", r.Timeout, 0)
-	o.APIKey = r.APIKey
 	c.jsonPath = r.JSON
 	o.ProgressInterval = v.Duration("progress-interval", r.ProgressInterval, 0)
 	if o.ProgressInterval > 0 && o.ProgressInterval < minProgressInterval {
@@ -87,5 +96,24 @@ func (c *config) fillShape(r *raw, v *flagenv.Checker) {
 		o.Rate = rate(v, "rate", r.Rate)
 		o.MaxOutstanding = integer(v, "max-outstanding", r.MaxOutstanding, 1, loadgen.MaxConcurrency)
 		onlyWith(v, "concurrency", r.Concurrency, "closed")
+	}
+}
+
+// fillGRPC reads --url as a gRPC server's, for run to make the Sender. The
+// HTTP request's settings, given explicitly, are mistakes worth stopping
+// for, as a setting of the other mode is: gRPC's Generate has no endpoint,
+// model or API key.
+func (c *config) fillGRPC(r *raw, v *flagenv.Checker) {
+	if _, err := grpcload.ParseURL(r.URL); err != nil {
+		v.Fail("url", r.URL, err.Error()+", with "+v.Name("grpc"))
+	} else {
+		c.grpcURL = strings.TrimSpace(r.URL)
+	}
+	for _, s := range []struct{ flag, value string }{
+		{"endpoint", r.Endpoint}, {"model", r.Model}, {"api-key", r.APIKey},
+	} {
+		if v.Explicit(s.flag) {
+			v.Fail(s.flag, s.value, "is only used over HTTP (without "+v.Name("grpc")+")")
+		}
 	}
 }

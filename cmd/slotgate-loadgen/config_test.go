@@ -26,6 +26,7 @@ var allSettings = []struct{ flag, env, def string }{
 	{"duration", "LOADGEN_DURATION", "(unset)"},
 	{"drain-timeout", "LOADGEN_DRAIN_TIMEOUT", "30s"},
 	{"url", "LOADGEN_URL", "http://127.0.0.1:8080"},
+	{"grpc", "LOADGEN_GRPC", "false"},
 	{"endpoint", "LOADGEN_ENDPOINT", "/v1/completions"},
 	{"model", "LOADGEN_MODEL", "sim-model"},
 	{"stream", "LOADGEN_STREAM", "true"},
@@ -177,6 +178,13 @@ func TestProblems(t *testing.T) {
 		{"stream", []string{"--requests=1"}, map[string]string{"LOADGEN_STREAM": "sometimes"}, []bad{{"LOADGEN_STREAM", "sometimes"}}},
 		{"distributions", []string{"--requests=1", "--prompt-tokens=uniform:9:1", "--max-tokens=0"}, nil,
 			[]bad{{"--prompt-tokens", "uniform:9:1"}, {"--max-tokens", "0"}}},
+		{"grpc", []string{"--requests=1", "--grpc=maybe"}, nil, []bad{{"--grpc", "maybe"}}},
+		{"grpc url", []string{"--requests=1", "--grpc", "--url=127.0.0.1:50051"}, nil, []bad{{"--url", "127.0.0.1:50051"}}},
+		{"grpc https", []string{"--requests=1"}, map[string]string{"LOADGEN_GRPC": "1", "LOADGEN_URL": "https://h:1"},
+			[]bad{{"LOADGEN_URL", "https://h:1"}}},
+		{"grpc with http settings", []string{"--requests=1", "--grpc", "--endpoint=/v1/completions", "--model=m"},
+			map[string]string{"LOADGEN_API_KEY": "k"},
+			[]bad{{"--endpoint", "/v1/completions"}, {"--model", "m"}, {"LOADGEN_API_KEY", "k"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(tc.args, tc.env)
@@ -232,5 +240,29 @@ func TestUsage(t *testing.T) {
 	delete(rows, "version")
 	if len(rows) != 0 {
 		t.Errorf("usage lists flags the tests do not know: %v", slices.Sorted(maps.Keys(rows)))
+	}
+}
+
+// TestGRPC: --grpc takes --url as a gRPC server's, the default one
+// included (slotgate's proxy port takes gRPC too), and leaves the HTTP
+// settings empty for loadgen.
+func TestGRPC(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--grpc"}, nil, "http://127.0.0.1:8080"},
+		{[]string{"--grpc", "--url", "http://127.0.0.1:50051/"}, nil, "http://127.0.0.1:50051/"},
+		{nil, map[string]string{"LOADGEN_GRPC": "true", "LOADGEN_URL": "http://[::1]:9092"}, "http://[::1]:9092"},
+	} {
+		c := mustLoad(t, append([]string{"--requests=1", "--stream=false"}, tc.args...), tc.env)
+		o := c.opts
+		if c.grpcURL != tc.want || o.URL != "" || o.Endpoint != "" || o.Model != "" || o.APIKey != "" || o.Stream {
+			t.Errorf("%q %v: grpcURL %q, options %+v; want %q and no HTTP settings", tc.args, tc.env, c.grpcURL, o, tc.want)
+		}
+	}
+	if c := mustLoad(t, []string{"--requests=1", "--grpc=false", "--model=m"}, nil); c.grpcURL != "" || c.opts.Model != "m" {
+		t.Errorf("--grpc=false: grpcURL %q, model %q", c.grpcURL, c.opts.Model)
 	}
 }

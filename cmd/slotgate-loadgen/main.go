@@ -1,9 +1,10 @@
 // Command slotgate-loadgen is slotgate's load generator: it sends
-// OpenAI-style completion requests to slotgate or directly to an engine, in
-// a closed loop (--concurrency) or an open loop (--mode open --rate), and
-// reports status counts, TTFT, inter-token latency, end-to-end latency and
-// throughput, as a table on stdout and optionally as JSON (--json). See
-// README.md here and `slotgate-loadgen --help`.
+// OpenAI-style completion requests, or with --grpc vLLM's gRPC Generate
+// calls, to slotgate or directly to an engine, in a closed loop
+// (--concurrency) or an open loop (--mode open --rate), and reports status
+// counts, TTFT, inter-token latency, end-to-end latency and throughput, as
+// a table on stdout and optionally as JSON (--json). See README.md here and
+// `slotgate-loadgen --help`.
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/slotgate/slotgate/internal/flagenv"
 	"github.com/slotgate/slotgate/loadgen"
+	"github.com/slotgate/slotgate/loadgen/grpcload"
 )
 
 // Set with -ldflags "-X main.version=... -X main.commit=...".
@@ -55,6 +57,16 @@ func run(ctx context.Context, args []string, env map[string]string, stdout, stde
 	}
 	opts := cfg.opts
 	opts.Progress, opts.Terminal = stderr, terminal
+	if cfg.grpcURL != "" {
+		s, err := grpcload.New(grpcload.Options{URL: cfg.grpcURL})
+		if err != nil { // load checked the URL; this is a bug
+			fmt.Fprintln(stderr, "slotgate-loadgen: "+err.Error())
+			return 2
+		}
+		// Closing fails only when already closed; the report is written.
+		defer func() { _ = s.Close() }()
+		opts.Sender = s
+	}
 	g, err := loadgen.New(opts)
 	if err != nil { // load checked everything New does; this is a bug
 		fmt.Fprintln(stderr, "slotgate-loadgen: "+err.Error())

@@ -13,10 +13,11 @@ type raw struct {
 	Requests         string `flag:"requests" env:"LOADGEN_REQUESTS" usage:"stop issuing after this many requests (open loop: arrivals); set this, --duration or both"`
 	Duration         string `flag:"duration" env:"LOADGEN_DURATION" usage:"stop issuing after this long, e.g. 30s or 5m; set this, --requests or both"`
 	DrainTimeout     string `flag:"drain-timeout" env:"LOADGEN_DRAIN_TIMEOUT" envDefault:"30s" usage:"after issuing stops, how long requests in flight may take before they are cancelled"`
-	URL              string `flag:"url" env:"LOADGEN_URL" envDefault:"http://127.0.0.1:8080" usage:"base URL of slotgate or of an OpenAI-compatible engine"`
+	URL              string `flag:"url" env:"LOADGEN_URL" envDefault:"http://127.0.0.1:8080" usage:"base URL of slotgate or of an OpenAI-compatible engine; with --grpc, the gRPC server's http://host:port"`
+	GRPC             string `flag:"grpc" env:"LOADGEN_GRPC" envDefault:"false" bool:"true" usage:"send vLLM's gRPC Generate calls (cleartext HTTP/2) to --url instead of HTTP completions; --endpoint, --model and --api-key are then refused"`
 	Endpoint         string `flag:"endpoint" env:"LOADGEN_ENDPOINT" envDefault:"/v1/completions" usage:"/v1/completions or /v1/chat/completions"`
 	Model            string `flag:"model" env:"LOADGEN_MODEL" envDefault:"sim-model" usage:"model named in each request"`
-	Stream           string `flag:"stream" env:"LOADGEN_STREAM" envDefault:"true" bool:"true" usage:"stream the answers (SSE, with a usage chunk); --stream=false waits for whole answers"`
+	Stream           string `flag:"stream" env:"LOADGEN_STREAM" envDefault:"true" bool:"true" usage:"stream the answers (SSE with a usage chunk; over gRPC, a chunk per step); --stream=false waits for whole answers"`
 	PromptTokens     string `flag:"prompt-tokens" env:"LOADGEN_PROMPT_TOKENS" envDefault:"128" usage:"prompt length in tokens, about 4 characters each: N, uniform:MIN:MAX or normal:MEAN:STDDEV"`
 	MaxTokens        string `flag:"max-tokens" env:"LOADGEN_MAX_TOKENS" envDefault:"64" usage:"max_tokens of each request, with ignore_eos: N, uniform:MIN:MAX or normal:MEAN:STDDEV"`
 	Timeout          string `flag:"timeout" env:"LOADGEN_TIMEOUT" envDefault:"5m" usage:"limit on each request; 0 for none"`

@@ -16,6 +16,7 @@ func usage(w io.Writer) {
 
 // usageIntro opens the --help text.
 const usageIntro = "Usage: slotgate-loadgen [flags]\n\n" +
-	"slotgate-loadgen sends OpenAI-style completion requests to slotgate or to an engine and reports\n" +
-	"status counts, time to first token, inter-token latency, end-to-end latency and throughput.\n" +
+	"slotgate-loadgen sends OpenAI-style completion requests (with --grpc, vLLM's gRPC Generate calls)\n" +
+	"to slotgate or to an engine and reports status counts, time to first token, inter-token latency,\n" +
+	"end-to-end latency and throughput.\n" +
 	"Each flag may also be set by its environment variable; the flag wins.\n\n"

@@ -1,11 +1,12 @@
 // Command slotgate-bench measures slotgate side by side with no proxy
 // (direct), HAProxy and nginx, in one run on 127.0.0.1 (issue 6): the fast
 // path at several concurrencies (plotted as latency against offered load),
-// SSE streaming, an overload storm, memory per queued request and
-// abandoned requests, then checks the issue's targets. The client is the
-// driver itself; the engine stand-in and the clients that get killed are
-// the driver's own binary re-executed as a child (subcommands engine and
-// abandon-clients), the proxies are child processes too, and every child is
+// SSE streaming, an overload storm, memory per queued request, abandoned
+// requests and gRPC streaming, then checks the issue's targets. The client
+// is the driver itself; the engine stand-in and the clients that get
+// killed are the driver's own binary re-executed as a child (subcommands
+// engine and abandon-clients), the gRPC scenario's engine is enginesim
+// from --bin, the proxies are child processes too, and every child is
 // stopped on exit and on Ctrl-C. `make bench-peers` builds and runs it.
 package main
 
@@ -38,7 +39,7 @@ func main() {
 		return
 	}
 	var o options
-	flag.StringVar(&o.bin, "bin", "bin", "folder holding the slotgate binary")
+	flag.StringVar(&o.bin, "bin", "bin", "folder holding the slotgate binary, and enginesim's for grpc-stream")
 	flag.StringVar(&o.haproxy, "haproxy", findBinary("haproxy"), "haproxy binary; empty: skip HAProxy")
 	flag.StringVar(&o.nginx, "nginx", findBinary("nginx"), "nginx binary; empty: skip nginx")
 	flag.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
@@ -74,6 +75,31 @@ func missingPeers(o options) []string {
 		fmt.Println("slotgate-bench: skipping", s)
 	}
 	return out
+}
+
+// needEnginesim leaves out, saying so, the gRPC scenarios when there is no
+// enginesim binary at path (their engine), or fails when they were named
+// in --scenarios.
+func needEnginesim(scs []scenario, path string, named bool) ([]scenario, []string, error) {
+	if isExec(path) || !slices.ContainsFunc(scs, func(s scenario) bool { return s.grpc }) {
+		return scs, nil, nil
+	}
+	fix := fmt.Sprintf("go build -o %s/ ./cmd/enginesim, or make build-all", filepath.Dir(path))
+	if named {
+		return nil, nil, fmt.Errorf("no enginesim binary at %s for the gRPC scenarios: %s", path, fix)
+	}
+	var kept []scenario
+	var skipped []string
+	for _, s := range scs {
+		if !s.grpc {
+			kept = append(kept, s)
+			continue
+		}
+		msg := fmt.Sprintf("%s: no enginesim binary at %s (%s)", s.name, path, fix)
+		fmt.Println("slotgate-bench: skipping", msg)
+		skipped = append(skipped, msg)
+	}
+	return kept, skipped, nil
 }
 
 // subcommand runs one of the driver's child roles.
@@ -119,13 +145,23 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	sim, err := filepath.Abs(filepath.Join(o.bin, "enginesim"))
+	if err != nil {
+		return err
+	}
+	scs, skipped, err := needEnginesim(scs, sim, o.only != "")
+	if err != nil {
+		return err
+	}
+	res.Skipped = append(res.Skipped, skipped...)
 	runDir, err := os.MkdirTemp("", "slotgate-bench-")
 	if err != nil {
 		return err
 	}
-	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, haproxy: o.haproxy, nginx: o.nginx}
-	defer e.procs.stopAll()
 	res.Machine = describe(sg, o.haproxy, o.nginx)
+	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx,
+		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx)}
+	defer e.procs.stopAll()
 	eng, err := startEngine(ctx, e.procs, runDir)
 	if err != nil {
 		return fmt.Errorf("engine stand-in: %w", err)

@@ -32,11 +32,20 @@ type ScenarioResult struct {
 func runScenario(ctx context.Context, e *env, eng *engineProc, sc scenario, reps int, d time.Duration) (ScenarioResult, error) {
 	res := ScenarioResult{Name: sc.name, About: sc.about, N: sc.n, Q: sc.q, Concurrency: sc.conc,
 		Metrics: append(slices.Clone(sc.metrics), addedNames(sc.added)...), Ratio: sc.ratio}
-	ts := e.targets(cmpOrSlice(sc.targets, defaultTargets))
+	ts := e.targets(cmpOrSlice(sc.targets, defaultTargets), sc.grpc)
+	up := upstream{http: eng.addr}
+	if sc.grpc {
+		sim, simUp, err := e.startEnginesim(ctx)
+		if err != nil {
+			return res, fmt.Errorf("%s: enginesim: %w", sc.name, err)
+		}
+		defer sim.stop()
+		up = simUp
+	}
 	insts := make([]*instance, len(ts)) // nil: started for each run
 	if !sc.fresh {
 		for i, t := range ts {
-			in, err := t.up(ctx, eng.addr, sc.n, sc.q)
+			in, err := t.up(ctx, up, sc.n, sc.q)
 			if err != nil {
 				return res, fmt.Errorf("start %s: %w", t.name, err)
 			}
@@ -46,12 +55,12 @@ func runScenario(ctx context.Context, e *env, eng *engineProc, sc scenario, reps
 	}
 	if sc.warmup {
 		for i, t := range ts {
-			if _, err := measureOnce(ctx, e, eng, sc, t, insts[i], 300*time.Millisecond); err != nil {
+			if _, err := measureOnce(ctx, e, eng, up, sc, t, insts[i], 300*time.Millisecond); err != nil {
 				return res, fmt.Errorf("%s: warm-up on %s: %w", sc.name, t.name, err)
 			}
 		}
 	}
-	runs, err := rounds(ctx, e, eng, sc, ts, insts, reps, d)
+	runs, err := rounds(ctx, e, eng, up, sc, ts, insts, reps, d)
 	if err != nil {
 		return res, err
 	}
@@ -61,7 +70,7 @@ func runScenario(ctx context.Context, e *env, eng *engineProc, sc scenario, reps
 
 // rounds measures every target once per round, reps rounds, and returns
 // each target's runs of each metric, in round order.
-func rounds(ctx context.Context, e *env, eng *engineProc, sc scenario, ts []target, insts []*instance, reps int, d time.Duration) ([]map[string][]float64, error) {
+func rounds(ctx context.Context, e *env, eng *engineProc, up upstream, sc scenario, ts []target, insts []*instance, reps int, d time.Duration) ([]map[string][]float64, error) {
 	runs := make([]map[string][]float64, len(ts))
 	for i := range runs {
 		runs[i] = map[string][]float64{}
@@ -69,7 +78,7 @@ func rounds(ctx context.Context, e *env, eng *engineProc, sc scenario, ts []targ
 	for rep := range reps {
 		for k := range ts {
 			i := (k + rep) % len(ts)
-			m, err := measureOnce(ctx, e, eng, sc, ts[i], insts[i], d)
+			m, err := measureOnce(ctx, e, eng, up, sc, ts[i], insts[i], d)
 			if err != nil {
 				return nil, fmt.Errorf("%s on %s, run %d: %w", sc.name, ts[i].name, rep+1, err)
 			}
@@ -104,17 +113,21 @@ func rows(ts []target, runs []map[string][]float64, added []string) []Row {
 }
 
 // measureOnce makes one measurement on target t, started already (in) or,
-// when in is nil, started for this measurement alone.
-func measureOnce(ctx context.Context, e *env, eng *engineProc, sc scenario, t target, in *instance, d time.Duration) (map[string]float64, error) {
+// when in is nil, started for this measurement alone in front of up. The
+// engine stand-in is reset first, unless the scenario's engine is
+// enginesim (gRPC), which has nothing to reset.
+func measureOnce(ctx context.Context, e *env, eng *engineProc, up upstream, sc scenario, t target, in *instance, d time.Duration) (map[string]float64, error) {
 	if in == nil {
 		var err error
-		if in, err = t.up(ctx, eng.addr, sc.n, sc.q); err != nil {
+		if in, err = t.up(ctx, up, sc.n, sc.q); err != nil {
 			return nil, fmt.Errorf("start %s: %w", t.name, err)
 		}
 		defer in.stop()
 	}
-	if err := eng.reset(ctx, sc.slots); err != nil {
-		return nil, err
+	if !sc.grpc {
+		if err := eng.reset(ctx, sc.slots); err != nil {
+			return nil, err
+		}
 	}
 	return sc.measure(ctx, trial{url: "http://" + in.addr, inst: in, eng: eng, env: e, d: d})
 }

@@ -50,7 +50,7 @@ func TestPickAndTargets(t *testing.T) {
 	}
 	e := &env{slotgateBin: "/x/slotgate", haproxy: "/x/haproxy"} // no nginx
 	var names []string
-	for _, tg := range e.targets([]string{"direct", "slotgate", "haproxy", "haproxy-maxqueue", "nginx"}) {
+	for _, tg := range e.targets([]string{"direct", "slotgate", "haproxy", "haproxy-maxqueue", "nginx"}, false) {
 		names = append(names, tg.name)
 	}
 	if want := []string{"direct", "slotgate", "haproxy", "haproxy-maxqueue"}; !slices.Equal(names, want) {

@@ -19,10 +19,13 @@ type scenario struct {
 	ratio []string
 	// added names the metrics also shown as "added <metric>": each run's
 	// value minus direct's in the same round.
-	added   []string
-	conc    int  // the fast path's concurrency, for the latency plot; 0: not plotted
-	warmup  bool // a short unmeasured run on each target first
-	fresh   bool // start each target afresh for every run
+	added  []string
+	conc   int  // the fast path's concurrency, for the latency plot; 0: not plotted
+	warmup bool // a short unmeasured run on each target first
+	fresh  bool // start each target afresh for every run
+	// grpc runs it over gRPC: enginesim's gRPC API is the engine, and the
+	// targets are the ones that forward h2c to it.
+	grpc    bool
 	measure func(ctx context.Context, t trial) (map[string]float64, error)
 }
 
@@ -95,7 +98,7 @@ func scenarios() []scenario {
 		q:       32,
 		metrics: []string{"reached engine", "engine max", "answered"},
 		measure: abandoned,
-	})
+	}, grpcScenario())
 }
 
 func fastPath(conc int) func(context.Context, trial) (map[string]float64, error) {

@@ -17,8 +17,16 @@ import (
 // capped at N slots and a queue of Q.
 type target struct {
 	name string
-	// up starts the target in front of the engine at upstream.
-	up func(ctx context.Context, upstream string, n, q int) (*instance, error)
+	up   upFunc
+}
+
+// upFunc starts a target in front of the engine at up.
+type upFunc func(ctx context.Context, up upstream, n, q int) (*instance, error)
+
+// upstream is the engine the targets forward to.
+type upstream struct {
+	http string // host:port of its HTTP API
+	grpc string // host:port of its gRPC API; "" for the HTTP stand-in
 }
 
 // instance is one started target.
@@ -36,8 +44,12 @@ type env struct {
 	procs       *procs
 	run         string // scratch folder for configs and logs
 	slotgateBin string // path of the slotgate binary
+	enginesim   string // path of the enginesim binary, the gRPC scenario's engine; "": none
 	haproxy     string
 	nginx       string
+	// nginxHTTP2On says the nginx found takes `http2 on` (1.25.1 and
+	// later), for its gRPC config.
+	nginxHTTP2On bool
 }
 
 // defaultTargets are the targets a scenario runs on unless it names its
@@ -45,21 +57,30 @@ type env struct {
 var defaultTargets = []string{"direct", "slotgate", "haproxy", "nginx"}
 
 // targets returns the targets named, in that order, leaving out the peers
-// that are not installed.
-func (e *env) targets(names []string) []target {
-	all := map[string]func(context.Context, string, int, int) (*instance, error){
-		"direct": func(_ context.Context, upstream string, _, _ int) (*instance, error) {
-			return &instance{addr: upstream, stop: func() {}}, nil
+// that are not installed: the HTTP ones, or with grpc the ones that
+// forward gRPC (h2c) to the engine's gRPC port.
+func (e *env) targets(names []string, grpc bool) []target {
+	all := map[string]upFunc{
+		"direct": func(_ context.Context, up upstream, _, _ int) (*instance, error) {
+			addr := up.http
+			if grpc {
+				addr = up.grpc
+			}
+			return &instance{addr: addr, stop: func() {}}, nil
 		},
 	}
 	if e.slotgateBin != "" {
 		all["slotgate"] = e.upSlotgate
 	}
-	if e.haproxy != "" {
+	if e.haproxy != "" && grpc {
+		all["haproxy"] = e.upHAProxyGRPC
+	} else if e.haproxy != "" {
 		all["haproxy"] = e.upHAProxy(true)
 		all["haproxy-maxqueue"] = e.upHAProxy(false)
 	}
-	if e.nginx != "" {
+	if e.nginx != "" && grpc {
+		all["nginx"] = e.upNginxGRPC
+	} else if e.nginx != "" {
 		all["nginx"] = e.upNginx
 	}
 	var ts []target
@@ -71,7 +92,9 @@ func (e *env) targets(names []string) []target {
 	return ts
 }
 
-func (e *env) upSlotgate(ctx context.Context, upstream string, n, q int) (*instance, error) {
+// upSlotgate starts slotgate in front of up's HTTP API and, when up has
+// one, its gRPC API, which slotgate then takes on its proxy port.
+func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -82,11 +105,11 @@ func (e *env) upSlotgate(ctx context.Context, upstream string, n, q int) (*insta
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	admin := "127.0.0.1:" + strconv.Itoa(adminPort)
-	in, err := e.launch(ctx, "slotgate", addr, e.slotgateBin,
+	args := []string{
 		"--listen", addr,
 		"--admin-listen", admin,
 		"--admin-grpc-listen", "off",
-		"--engine-url", "http://"+upstream,
+		"--engine-url", "http://" + up.http,
 		"--engine-request-limit", strconv.Itoa(n),
 		"--request-queue-limit", strconv.Itoa(q),
 		"--engine-metrics-dialect", "none",
@@ -95,7 +118,12 @@ func (e *env) upSlotgate(ctx context.Context, upstream string, n, q int) (*insta
 		// would wait out the 5 s drain delay (and be killed after 3 s).
 		"--drain-delay", "0s",
 		"--shutdown-timeout", "1s",
-	)
+	}
+	ready := httpHealth
+	if up.grpc != "" {
+		args, ready = append(args, "--engine-grpc-url", "http://"+up.grpc), grpcHealth
+	}
+	in, err := e.launch(ctx, "slotgate", addr, ready, e.slotgateBin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +136,9 @@ func (e *env) upSlotgate(ctx context.Context, upstream string, n, q int) (*insta
 // ACL, as "haproxy-maxqueue", which the overload scenario runs to show
 // that maxqueue alone does not bound a single server's queue: only
 // `timeout queue` (500 ms here) ends a wait, with a 503.
-func (e *env) upHAProxy(acl bool) func(context.Context, string, int, int) (*instance, error) {
-	return func(ctx context.Context, upstream string, n, q int) (*instance, error) {
-		p, err := e.params(upstream, n, q)
+func (e *env) upHAProxy(acl bool) upFunc {
+	return func(ctx context.Context, up upstream, n, q int) (*instance, error) {
+		p, err := e.params(up.http, n, q)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +155,7 @@ func (e *env) upHAProxy(acl bool) func(context.Context, string, int, int) (*inst
 		// -db: foreground and no master process, so pid is the one
 		// process that holds the queue (its RSS is measured as a tree
 		// all the same).
-		in, err := e.launch(ctx, name, addr, e.haproxy, "-db", "-f", cfg)
+		in, err := e.launch(ctx, name, addr, httpHealth, e.haproxy, "-db", "-f", cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -136,8 +164,8 @@ func (e *env) upHAProxy(acl bool) func(context.Context, string, int, int) (*inst
 	}
 }
 
-func (e *env) upNginx(ctx context.Context, upstream string, n, q int) (*instance, error) {
-	p, err := e.params(upstream, n, q)
+func (e *env) upNginx(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	p, err := e.params(up.http, n, q)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +174,38 @@ func (e *env) upNginx(ctx context.Context, upstream string, n, q int) (*instance
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(p.Port)
-	return e.launch(ctx, "nginx", addr, e.nginx, "-p", p.Run, "-e", filepath.Join(p.Run, "nginx-error.log"), "-c", cfg)
+	return e.launch(ctx, "nginx", addr, httpHealth, e.nginx, "-p", p.Run, "-e", filepath.Join(p.Run, "nginx-error.log"), "-c", cfg)
+}
+
+// upHAProxyGRPC starts HAProxy forwarding h2c to up's gRPC API
+// (haproxy-grpc.cfg.tmpl).
+func (e *env) upHAProxyGRPC(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	p, err := e.params(up.grpc, n, q)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := e.render("haproxy-grpc.cfg.tmpl", p)
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(p.Port)
+	return e.launch(ctx, "haproxy-grpc", addr, grpcHealth, e.haproxy, "-db", "-f", cfg)
+}
+
+// upNginxGRPC starts nginx with grpc_pass to up's gRPC API
+// (nginx-grpc.conf.tmpl).
+func (e *env) upNginxGRPC(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	p, err := e.params(up.grpc, n, q)
+	if err != nil {
+		return nil, err
+	}
+	p.HTTP2On = e.nginxHTTP2On
+	cfg, err := e.render("nginx-grpc.conf.tmpl", p)
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(p.Port)
+	return e.launch(ctx, "nginx-grpc", addr, grpcHealth, e.nginx, "-p", p.Run, "-e", filepath.Join(p.Run, "nginx-error.log"), "-c", cfg)
 }
 
 func (e *env) params(upstream string, n, q int) (configs.Params, error) {
@@ -170,32 +229,52 @@ func (e *env) render(name string, p configs.Params) (string, error) {
 	return path, os.WriteFile(path, b, 0o644)
 }
 
-// launch starts a proxy and waits until a GET /health through it answers
-// 200, for at most 10 s.
-func (e *env) launch(ctx context.Context, name, addr, path string, args ...string) (*instance, error) {
+// launch starts a proxy and waits until ready answers through it, for at
+// most 10 s.
+func (e *env) launch(ctx context.Context, name, addr string, ready probe, path string, args ...string) (*instance, error) {
 	logPath := filepath.Join(e.run, name+".log")
 	cmd, done, err := e.procs.start(logPath, nil, path, args...)
 	if err != nil {
 		return nil, err
 	}
 	stop := func() { e.procs.stop(cmd) }
-	if err := waitReady(ctx, addr, done); err != nil {
+	if err := waitReady(ctx, addr, done, ready); err != nil {
 		stop()
 		return nil, fmt.Errorf("%s: %w; its log %s ends:\n%s", name, err, logPath, tail(logPath, 2000))
 	}
 	return &instance{addr: addr, pid: cmd.Process.Pid, stop: stop}, nil
 }
 
-func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
-	c := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+// probe checks once, within about 500 ms, that a target at addr answers.
+type probe func(ctx context.Context, addr string) error
+
+// httpHealth is the HTTP targets' probe: GET /health answers 200.
+func httpHealth(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	if err != nil {
+		return err
+	}
+	req.Close = true
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /health: status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// waitReady calls ready every 50 ms until it succeeds, for at most 10 s.
+func waitReady(ctx context.Context, addr string, exited <-chan struct{}, ready probe) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := c.Get("http://" + addr + "/health")
+		err := ready(ctx, addr)
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-exited:
@@ -205,7 +284,7 @@ func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after 10 s (last: %v)", err)
+			return fmt.Errorf("not ready after 10 s (last: %w)", err)
 		}
 	}
 }

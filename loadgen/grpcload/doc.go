@@ -1,0 +1,31 @@
+// Package grpcload is slotgate-loadgen's gRPC protocol: a loadgen.Sender
+// that sends each request as vLLM's streaming Generate call
+// (vllm.grpc.engine.VllmEngine, protos/vllm/grpc/engine), to an engine
+// such as enginesim or to slotgate's gRPC proxy. It is a package of its
+// own so that loadgen stays the standard library only.
+//
+// A request is a GenerateRequest with the prompt as text, max_tokens and
+// ignore_eos set, stream as asked, and a request_id unique to the Sender.
+// Its answer is measured as loadgen measures an HTTP stream:
+//
+//   - the status is the call's gRPC code name ("OK",
+//     "RESOURCE_EXHAUSTED", "UNAVAILABLE", …; see CodeName), whether
+//     tokens came before it or not. OK is the only success;
+//   - a call the server never answered (connection refused or reset, a
+//     message over the size limit) has no status: its outcome is "error",
+//     or "timeout" or "cancelled" when its context ended. So is a
+//     CANCELLED or DEADLINE_EXCEEDED that comes as the call's own context
+//     ends: that is the deadline loadgen set, not the server's refusal;
+//   - TTFT is the first chunk with token ids; each later chunk with token
+//     ids gives an inter-token gap; the complete message ends the E2E
+//     latency and gives the prompt and output token counts. Without
+//     stream, the complete message is the whole answer, and its time is
+//     the TTFT too. A call that ends OK without a complete message is
+//     "bad_response".
+//
+// Invariants: one grpc.ClientConn (cleartext HTTP/2, every call
+// multiplexed on it) from New to Close; Send is safe for concurrent use
+// and returns when its call has ended, leaving no goroutine behind; there
+// are no retries, and no retry-after trailer is honoured (loadgen's HTTP
+// client honours no Retry-After either).
+package grpcload
