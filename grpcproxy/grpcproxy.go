@@ -63,7 +63,7 @@ type Proxy struct {
 	retryAfter string             // "": none
 	trailer    func() metadata.MD // nil: none
 	log        *slog.Logger
-	ids        *idSource
+	ids        *gate.IDs
 	callOpts   []grpc.CallOption // every engine call's, before its content-subtype
 }
 
@@ -80,7 +80,7 @@ func New(opts Options) (*Proxy, error) {
 		return nil, errors.New("grpcproxy: retry-after must not be negative")
 	}
 	p := &Proxy{gate: opts.Gate, engine: opts.Engine, maxMsg: opts.MaxMessageBytes, trailer: opts.Trailer,
-		log: opts.Logger, ids: newIDSource()}
+		log: opts.Logger, ids: gate.NewIDs()}
 	if p.maxMsg == 0 {
 		p.maxMsg = DefaultMaxMessageBytes
 	}

@@ -65,7 +65,7 @@ func (p *Proxy) newCall(ss grpc.ServerStream) *call {
 	in, _ := metadata.FromIncomingContext(ctx)
 	method, _ := grpc.MethodFromServerStream(ss)
 	c := &call{ss: ss, ctx: ctx, method: method, in: in}
-	c.ID, c.Start, c.Protocol = p.ids.forCall(in), time.Now(), gate.ProtocolGRPC
+	c.ID, c.Start, c.Protocol = p.ids.For(first(in, RequestIDKey)), time.Now(), gate.ProtocolGRPC
 	return c
 }
 

@@ -1,11 +1,8 @@
 package grpcproxy
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc/metadata"
 
@@ -88,30 +85,4 @@ func contentSubtype(md metadata.MD) string {
 	}
 	sub, _, _ := strings.Cut(rest[1:], ";")
 	return strings.ToLower(sub)
-}
-
-// maxClientRequestID bounds a client's id; longer ones are replaced so
-// that logs stay sane (as over HTTP).
-const maxClientRequestID = 128
-
-// idSource makes request ids: a random prefix per proxy and a counter,
-// unique and cheap (no system call per call).
-type idSource struct {
-	prefix string
-	next   atomic.Uint64
-}
-
-func newIDSource() *idSource {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return &idSource{prefix: hex.EncodeToString(b) + "-"}
-}
-
-// forCall returns the client's RequestIDKey when it sent a usable one, and
-// a new id otherwise.
-func (s *idSource) forCall(md metadata.MD) string {
-	if v := first(md, RequestIDKey); v != "" && len(v) <= maxClientRequestID {
-		return v
-	}
-	return s.prefix + strconv.FormatUint(s.next.Add(1), 10)
 }

@@ -47,7 +47,7 @@ const smallBody = 64 << 10
 func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
 	ex := &exchange{p: p, in: r, r: r, bytesIn: r.ContentLength,
 		bodyPending: r.ProtoMajor == 1 && (r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody))}
-	ex.ID, ex.Start, ex.Protocol = p.ids.forRequest(r), time.Now(), gate.ProtocolHTTP
+	ex.ID, ex.Start, ex.Protocol = p.ids.For(r.Header.Get(requestIDHeader)), time.Now(), gate.ProtocolHTTP
 	ex.out.ResponseWriter, ex.out.ex = w, ex
 	ex.watch.ex = ex
 	return ex

@@ -67,7 +67,7 @@ type Proxy struct {
 	log         *zap.Logger
 	errLog      *log.Logger // httputil.ReverseProxy's
 	buffers     httputil.BufferPool
-	ids         *idSource
+	ids         *gate.IDs
 }
 
 // New checks opts and returns a Proxy.
@@ -86,7 +86,7 @@ func New(opts Options) (*Proxy, error) {
 		access:      opts.AccessLog,
 		log:         opts.Logger,
 		buffers:     newBufferPool(),
-		ids:         newIDSource(),
+		ids:         gate.NewIDs(),
 	}
 	if err := p.setDefaults(opts); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
