@@ -97,7 +97,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if err != nil {
 		return nil, err
 	}
-	deps := grpcDeps{gate: g, ready: a.ready, orca: orca}
+	deps := grpcDeps{gate: g, ready: a.ready, draining: a.drain.begun, orca: orca}
 	if cfg.ORCAHeader {
 		deps.trailer = lp.orcaGRPC.Trailer
 	}

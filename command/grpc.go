@@ -33,8 +33,9 @@ type grpcParts struct {
 
 // grpcDeps are the parts of the app the gRPC proxy serves with.
 type grpcDeps struct {
-	gate  *gate.Gate
-	ready func() error
+	gate     *gate.Gate
+	ready    func() error
+	draining <-chan struct{} // closes when the drain begins
 	// orca, when set, is served out of band; trailer, when set, gives
 	// each forwarded call's trailers their load report (--orca-header).
 	orca    *orcagrpc.Service
@@ -71,7 +72,7 @@ func newGRPCParts(cfg config.Config, deps grpcDeps, log *zap.Logger) (*grpcParts
 		opts = p.ServerOptions()
 	}
 	parts.srv = grpc.NewServer(opts...)
-	healthgrpc.RegisterHealthServer(parts.srv, &readinessHealth{ready: deps.ready})
+	healthgrpc.RegisterHealthServer(parts.srv, &readinessHealth{ready: deps.ready, draining: deps.draining})
 	if deps.orca != nil {
 		deps.orca.Register(parts.srv)
 	}
@@ -126,6 +127,10 @@ func (m protocolMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type readinessHealth struct {
 	healthgrpc.UnimplementedHealthServer
 	ready func() error
+	// draining closes when the drain begins: Watch streams end then, so
+	// that they hold up neither the proxy port's shutdown nor the gRPC
+	// server's graceful stop.
+	draining <-chan struct{}
 }
 
 // watchPoll is how often Watch looks at readiness again.
@@ -142,7 +147,9 @@ func (h *readinessHealth) Check(context.Context, *healthgrpc.HealthCheckRequest)
 	return &healthgrpc.HealthCheckResponse{Status: h.status()}, nil
 }
 
-// Watch sends the status, then each change, until the call ends.
+// Watch sends the status, then each change, until the call ends or the
+// drain begins: it then sends NOT_SERVING and ends the stream with
+// UNAVAILABLE, as a server going away does.
 func (h *readinessHealth) Watch(_ *healthgrpc.HealthCheckRequest, stream healthgrpc.Health_WatchServer) error {
 	last := healthgrpc.HealthCheckResponse_SERVICE_UNKNOWN
 	tick := time.NewTicker(watchPoll)
@@ -157,6 +164,13 @@ func (h *readinessHealth) Watch(_ *healthgrpc.HealthCheckRequest, stream healthg
 		select {
 		case <-stream.Context().Done():
 			return status.FromContextError(stream.Context().Err()).Err()
+		case <-h.draining:
+			if last != healthgrpc.HealthCheckResponse_NOT_SERVING {
+				if err := stream.Send(&healthgrpc.HealthCheckResponse{Status: healthgrpc.HealthCheckResponse_NOT_SERVING}); err != nil {
+					return err
+				}
+			}
+			return status.Error(codes.Unavailable, "slotgate is draining")
 		case <-tick.C:
 		}
 	}

@@ -164,7 +164,10 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 		a.log.Warn("second signal: exiting now")
 		return exitFailed, true
 	}
-	a.grpc.stop(ctx) // its calls ended with the requests above: it stops at once
+	// The calls that took a slot ended above, and the streams that take
+	// none (health, ORCA reports) ended when the drain began; a
+	// passthrough call (reflection) may still run, until ctx ends.
+	a.grpc.stop(ctx)
 	a.log.Info("drained: exiting")
 	return exitOK, false
 }

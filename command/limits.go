@@ -21,8 +21,9 @@ func (a *app) adminRoutes() map[string]http.Handler {
 }
 
 // growRanks gives each rank the engine reports its own limiter, with
-// --per-rank-limits and no --data-parallel-size: the ranks are known only
-// once the engine's metrics have been read.
+// --per-rank-limits: the ranks beyond --data-parallel-size (all of them
+// without it) are known only once the engine's metrics have been read.
+// It is told the highest rank plus one.
 func growRanks(lims *gate.Limiters, log *zap.Logger) func(ranks int) {
 	if !lims.PerRank() {
 		return nil

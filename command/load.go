@@ -104,7 +104,9 @@ func (lp *loadParts) notify() {
 func (lp *loadParts) published(s *report.Snapshot) {
 	lp.busy.Store(s.Busy)
 	if lp.ranks != nil {
-		lp.ranks(len(s.Ranks))
+		// Limiters are indexed by rank: as many as the highest rank
+		// reported needs (the ranks are sorted, and may skip some).
+		lp.ranks(s.Ranks[len(s.Ranks)-1].DPRank + 1)
 	}
 	if lp.orcaOn {
 		orca := report.ORCAText(s)

@@ -48,9 +48,10 @@ type Config struct {
 	// It is zero too when --queue-controlled-delay
 	// (DYN_DYNAMO_REQUEST_QUEUE_ENABLE_CONTROLLED_DELAY, true) is false.
 	QueueTimeout time.Duration
-	// QueueAdaptiveLIFO makes the admission after each queue-timeout
-	// rejection go to the newest waiter instead of the oldest, exactly once
-	// per rejection (--queue-adaptive-lifo,
+	// QueueAdaptiveLIFO makes the admission after a queue-timeout
+	// rejection go to the newest waiter instead of the oldest, once
+	// (rejections before that admission make it once, not once each)
+	// (--queue-adaptive-lifo,
 	// DYN_DYNAMO_REQUEST_QUEUE_ENABLE_ADAPTIVE_LIFO, false). Without a
 	// queue timeout it does nothing.
 	QueueAdaptiveLIFO bool

@@ -12,7 +12,7 @@ import (
 func (c *Config) fillGRPC(r *raw, v *flagenv.Checker) {
 	if s := strings.TrimSpace(r.EngineGRPCURL); s != "" {
 		if u := v.URL("engine-grpc-url", r.EngineGRPCURL); u != nil {
-			if u.Scheme != "http" || (u.Path != "" && u.Path != "/") {
+			if u.Scheme != "http" || (u.Path != "" && u.Path != "/") || u.Port() == "" {
 				v.Fail("engine-grpc-url", r.EngineGRPCURL, "must be http://host:port: cleartext HTTP/2, without a path")
 			} else {
 				c.EngineGRPCURL = u

@@ -24,6 +24,8 @@ func TestGRPCSettings(t *testing.T) {
 			check: func(t *testing.T, c config.Config) { eq(t, "host", c.EngineGRPCURL.Host, "engine:50051") }},
 		{name: "engine URL over TLS", args: []string{"--engine-grpc-url=https://engine:50051"},
 			probs: []bad{{"--engine-grpc-url", "https://engine:50051"}}},
+		{name: "engine URL without a port", args: []string{"--engine-grpc-url=http://engine"},
+			probs: []bad{{"--engine-grpc-url", "http://engine"}}},
 		{name: "engine URL with a path", args: []string{"--engine-grpc-url=http://engine:50051/v1"},
 			probs: []bad{{"--engine-grpc-url", "http://engine:50051/v1"}}},
 		{name: "engine URL without a scheme", env: map[string]string{"SLOTGATE_ENGINE_GRPC_URL": "engine:50051"},

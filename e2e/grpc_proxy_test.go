@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
@@ -299,5 +300,64 @@ func TestGRPCCallORCATrailer(t *testing.T) {
 	}
 	if _, ok := report.GetNamedMetrics()["in_flight"]; !ok {
 		t.Errorf("named metrics %v, want in_flight", report.GetNamedMetrics())
+	}
+}
+
+// TestGRPCHealthWatchEndsAtDrain: a grpc.health.v1 Watch stream (what
+// grpc-go's client-side health checking holds open) turns NOT_SERVING when
+// the drain begins and then ends, so that it holds up neither the proxy
+// port's shutdown nor the gRPC port's: SIGTERM exits 0 long before the
+// shutdown timeout.
+func TestGRPCHealthWatchEndsAtDrain(t *testing.T) {
+	t.Parallel()
+	httpEng := newEngine(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcAddr := ln.Addr().String()
+	ln.Close()
+	sg := start(t, httpEng.url(), nil, "--grpc-listen", grpcAddr, "--drain-delay", "0s", "--shutdown-timeout", "1h")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	var watches []healthpb.Health_WatchClient
+	for _, addr := range []string{grpcAddr, sg.proxy[len("http://"):]} {
+		w, err := healthpb.NewHealthClient(dialGRPC(t, addr)).Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventuallyServing(t, w)
+		watches = append(watches, w)
+	}
+	sg.signal(syscall.SIGTERM)
+	for i, w := range watches {
+		var last healthpb.HealthCheckResponse_ServingStatus
+		for {
+			msg, err := w.Recv()
+			if err != nil {
+				if status.Code(err) != codes.Unavailable || last != healthpb.HealthCheckResponse_NOT_SERVING {
+					t.Errorf("watch %d ended %v after %v, want UNAVAILABLE after NOT_SERVING", i, err, last)
+				}
+				break
+			}
+			last = msg.GetStatus()
+		}
+	}
+	if code := sg.wait(); code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+}
+
+// eventuallyServing reads a Watch stream until it says SERVING.
+func eventuallyServing(t *testing.T, w healthpb.Health_WatchClient) {
+	t.Helper()
+	for {
+		msg, err := w.Recv()
+		if err != nil {
+			t.Fatalf("health watch: %v", err)
+		}
+		if msg.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
 	}
 }

@@ -127,7 +127,12 @@ func (p *Proxy) relay(c *call, cs grpc.ClientStream, pumped <-chan error) error 
 			return p.clientFailed(c, err, pumped)
 		}
 	}
-	c.Prefilled() // an answer without messages ends its prefill too
+	if c.ended() == nil {
+		// An answer without messages ends its prefill too. A call whose
+		// client left is not over at the engine yet: Finish frees its
+		// waiting place with its slot, after the abort grace, as HTTP's.
+		c.Prefilled()
+	}
 	tr := cs.Trailer()
 	if !answered && len(tr) > 0 {
 		// A trailers-only answer: the engine answered all the same.

@@ -99,7 +99,8 @@ type Limiter struct {
 	lifoNext   bool   // a queue timeout happened: the next grant is LIFO
 	seq        uint64 // arrival order of waiters, for LIFO among classes
 	// queueBound is the most waiters there may be: QueueLen, or more just
-	// after QueueLen was lowered below the waiters then queued.
+	// after QueueLen was lowered below the waiters then queued. Admission
+	// checks QueueLen; CheckInvariants (tests) checks this bound.
 	queueBound int
 	// classes has at least one entry; Request.Class indexes it. Each class
 	// counts the queue outcomes of its requests; Stats adds them up.
@@ -326,6 +327,9 @@ func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 		w.cls.waiting--
 		if l.lifo && errors.Is(cause, ErrQueueExpired) {
 			l.lifoNext = true
+		}
+		if l.waiting == 0 {
+			l.lifoNext = false // nobody left to serve: no later backlog inherits it
 		}
 		l.mu.Unlock()
 		countGiveUp(w.cls, cause)
