@@ -391,3 +391,37 @@ func TestPanic(t *testing.T) {
 		t.Fatalf("%d slots held after the panics, want 0", s.Holding)
 	}
 }
+
+// TestWaitingPlaceAfterClientLeft: with W=1, a call whose client leaves
+// before its first message keeps its waiting place through the abort
+// grace, as over HTTP: the engine needs a moment to see the abort, so the
+// queued call reaches it no sooner than 5 ms later.
+func TestWaitingPlaceAfterClientLeft(t *testing.T) {
+	const grace = 5 * time.Millisecond
+	h := newHarness(t, config{lim: limiter.Options{WaitingLimit: 1, QueueLen: 4}})
+	ctx, leave := context.WithCancel(metadata.AppendToOutgoingContext(testContext(t), keyHold, "start"))
+	defer leave()
+	s, err := h.client.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{
+		ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.arrival(t)
+	second := make(chan streamResult, 1)
+	go func() { second <- streamCall(testContext(t), h.client, 1) }()
+	eventually(t, "the second call is queued", func() bool { return h.gate.Stats().Waiting == 1 })
+
+	left := time.Now()
+	leave()
+	h.arrival(t)
+	if d := time.Since(left); d < grace {
+		t.Errorf("the queued call reached the engine %v after the client left, want at least %v", d, grace)
+	}
+	if _, err := s.Recv(); status.Code(err) != codes.Canceled {
+		t.Errorf("the first call: %v, want CANCELED", err)
+	}
+	if r := <-second; r.err != nil || r.msgs != 1 {
+		t.Fatalf("second call: %d messages, %v", r.msgs, r.err)
+	}
+	h.idle(t)
+}
