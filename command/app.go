@@ -120,7 +120,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 func newGate(cfg config.Config, lims *gate.Limiters, pol *policy.Config, lp *loadParts, m *metrics.Metrics, log *zap.Logger) (*gate.Gate, error) {
 	opts := gate.Options{
 		Limiters: lims, Policy: gatePolicy(pol), Flights: lp.flights, Changed: lp.notify, Observer: m,
-		Logger: logging.Slog(log.Named("proxy")),
+		Logger: logging.Slog(log.Named("proxy")), AbortGrace: cfg.AbortGrace, NoAbortGrace: cfg.AbortGrace == 0,
 	}
 	if cfg.RejectWhenBusy {
 		opts.Busy = lp.busy.Load

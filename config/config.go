@@ -13,6 +13,10 @@ import (
 // DYN_HTTP_OVERLOAD_STATUS_CODE is unset or unusable, as in Dynamo.
 const DefaultOverloadStatus = 529
 
+// maxAbortGrace bounds --abort-grace: a slot held longer than this after
+// its client left is capacity lost, not a grace.
+const maxAbortGrace = time.Second
+
 // Config is slotgate's validated configuration. Each field names its flag
 // and environment variable; the defaults are in settings.go.
 type Config struct {
@@ -89,6 +93,10 @@ type Config struct {
 	// DrainDelay is how long new requests are still served after a drain
 	// starts (--drain-delay, SLOTGATE_DRAIN_DELAY, 5s).
 	DrainDelay time.Duration
+	// AbortGrace is how long the slot of a request whose client left while
+	// the engine served it stays taken before it is handed on, from 0
+	// (at once) through 1s (--abort-grace, SLOTGATE_ABORT_GRACE, 5ms).
+	AbortGrace time.Duration
 	// EngineMetricsInterval is the engine scrape period
 	// (--engine-metrics-interval, SLOTGATE_ENGINE_METRICS_INTERVAL, 200ms).
 	EngineMetricsInterval time.Duration
@@ -192,6 +200,10 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	}
 	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
 	c.DrainDelay = v.Duration("drain-delay", r.DrainDelay, 0)
+	c.AbortGrace = v.Duration("abort-grace", r.AbortGrace, 0)
+	if c.AbortGrace > maxAbortGrace {
+		v.Fail("abort-grace", r.AbortGrace, "must be at most "+maxAbortGrace.String())
+	}
 	c.fillLoad(r, v)
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")

@@ -38,6 +38,7 @@ var allSettings = []setting{
 	{"retry-after", "SLOTGATE_RETRY_AFTER", "1s"},
 	{"shutdown-timeout", "SLOTGATE_SHUTDOWN_TIMEOUT", "60s"},
 	{"drain-delay", "SLOTGATE_DRAIN_DELAY", "5s"},
+	{"abort-grace", "SLOTGATE_ABORT_GRACE", "5ms"},
 	{"engine-metrics-interval", "SLOTGATE_ENGINE_METRICS_INTERVAL", "200ms"},
 	{"engine-metrics-dialect", "SLOTGATE_ENGINE_METRICS_DIALECT", "auto"},
 	{"kv-total-blocks", "SLOTGATE_KV_TOTAL_BLOCKS", "0"},

@@ -26,6 +26,7 @@ type raw struct {
 	RetryAfter                string `flag:"retry-after" env:"SLOTGATE_RETRY_AFTER" envDefault:"1s" usage:"Retry-After sent with overload answers, whole seconds; 0 sends none"`
 	ShutdownTimeout           string `flag:"shutdown-timeout" env:"SLOTGATE_SHUTDOWN_TIMEOUT" envDefault:"60s" usage:"after the drain delay, how long in-flight and queued requests may take to finish"`
 	DrainDelay                string `flag:"drain-delay" env:"SLOTGATE_DRAIN_DELAY" envDefault:"5s" usage:"after SIGTERM or POST /drain, how long new requests are still served while endpoints update"`
+	AbortGrace                string `flag:"abort-grace" env:"SLOTGATE_ABORT_GRACE" envDefault:"5ms" usage:"how long the slot of a request whose client left while the engine served it stays taken, for the engine to see the abort; 0 through 1s, 0 hands it on at once"`
 	EngineMetricsInterval     string `flag:"engine-metrics-interval" env:"SLOTGATE_ENGINE_METRICS_INTERVAL" envDefault:"200ms" usage:"how often the engine's load metrics are scraped"`
 	EngineMetricsDialect      string `flag:"engine-metrics-dialect" env:"SLOTGATE_ENGINE_METRICS_DIALECT" envDefault:"auto" usage:"how the engine reports its load: auto, vllm, sglang, trtllm or none"`
 	KVTotalBlocks             string `flag:"kv-total-blocks" env:"SLOTGATE_KV_TOTAL_BLOCKS" envDefault:"0" usage:"each DP rank's KV cache capacity in blocks, when the engine does not export it; 0: unset"`

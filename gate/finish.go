@@ -6,17 +6,18 @@ import (
 	"github.com/slotgate/slotgate/limiter"
 )
 
-// abortGrace is how long the slot of a request whose client left while
-// the engine was serving it stays taken before it is handed on. The
+// DefaultAbortGrace is how long, unless Options.AbortGrace says otherwise,
+// the slot of a request whose client left while the engine was serving it
+// stays taken before it is handed on. The
 // engine needs a moment to see the abort (vLLM frees the request at its
 // next step), so handing the slot on at once would let it run N+1
 // requests; and clients that die together (a client process killed with
 // many requests) close their sockets over a few hundred microseconds,
 // which the queued ones' grants must not outrun (see Watch.Gone).
-const abortGrace = 5 * time.Millisecond
+const DefaultAbortGrace = 5 * time.Millisecond
 
 // Finish ends an exchange: its flight ends, its slot is released (after
-// abortGrace when clientGone says its client left while it ran), the
+// the abort grace when clientGone says its client left while it ran), the
 // classifier hears Completed or Aborted, and the request is reported to
 // the Observer once. A passthrough exchange only has its flight ended.
 // Nothing of the exchange may be used by the gate afterwards; the adapter
@@ -37,11 +38,11 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 	g.report(ex)
 }
 
-// releaseSlot releases a slot: at once, or after abortGrace when its
+// releaseSlot releases a slot: at once, or after the abort grace when its
 // client left while it ran.
 func (g *Gate) releaseSlot(p *limiter.Permit, clientGone bool) {
-	if clientGone {
-		time.AfterFunc(abortGrace, func() { p.Release(); g.changed() })
+	if clientGone && g.grace > 0 {
+		time.AfterFunc(g.grace, func() { p.Release(); g.changed() })
 		return
 	}
 	p.Release()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/limiter"
@@ -44,6 +45,14 @@ type Options struct {
 	Observer Observer
 	// Logger gets the classifier's failures; nil logs nothing.
 	Logger *slog.Logger
+	// AbortGrace is how long the slot of a request whose client left
+	// while the engine served it stays taken before it is handed on (see
+	// DefaultAbortGrace for why); 0 means DefaultAbortGrace, and a
+	// negative value is refused.
+	AbortGrace time.Duration
+	// NoAbortGrace hands such a slot on at once, as for any other
+	// request; AbortGrace must then be 0.
+	NoAbortGrace bool
 }
 
 // Policy is the admission policy applied before queueing.
@@ -74,7 +83,8 @@ type Gate struct {
 	obs       Observer
 	log       *slog.Logger
 	class     string // the class of an unclassified request
-	unlimited bool   // the limiter has no cap, hence no queues
+	grace     time.Duration
+	unlimited bool // the limiter has no cap, hence no queues
 	draining  atomic.Bool
 }
 
@@ -90,13 +100,16 @@ func New(opts Options) (*Gate, error) {
 	g := &Gate{
 		ranks: ranks, policy: opts.Policy, flights: opts.Flights, busy: opts.Busy,
 		changed: opts.Changed, obs: opts.Observer, log: opts.Logger,
-		class: DefaultClass, unlimited: ranks.all()[0].Stats().Unlimited,
+		class: DefaultClass, grace: opts.AbortGrace, unlimited: ranks.all()[0].Stats().Unlimited,
 	}
 	if err := g.policy.matchesLimiter(ranks.all()[0]); err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
 	if g.policy != nil {
 		g.class = g.policy.DefaultClass
+	}
+	if g.grace == 0 && !opts.NoAbortGrace {
+		g.grace = DefaultAbortGrace
 	}
 	if g.changed == nil {
 		g.changed = func() {}
@@ -116,6 +129,10 @@ func (o *Options) validate() error {
 		return errors.New("a limiter is required")
 	case o.Limiter != nil && o.Limiters != nil:
 		return errors.New("set a limiter or limiters, not both")
+	case o.AbortGrace < 0:
+		return fmt.Errorf("abort grace %s is negative", o.AbortGrace)
+	case o.AbortGrace != 0 && o.NoAbortGrace:
+		return errors.New("set an abort grace or none, not both")
 	}
 	if o.Policy == nil {
 		return nil

@@ -126,6 +126,9 @@ func TestNewValidates(t *testing.T) {
 			Policy: &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a", "b"}, DefaultClass: "b"}}, ""},
 		{"unlimited takes any class", gate.Options{Limiter: limiter.NewUnlimited(),
 			Policy: &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"x"}, DefaultClass: "x"}}, ""},
+		{"negative abort grace", gate.Options{Limiter: lim, AbortGrace: -time.Millisecond}, "abort grace -1ms is negative"},
+		{"abort grace and none", gate.Options{Limiter: lim, AbortGrace: time.Millisecond, NoAbortGrace: true}, "not both"},
+		{"abort grace set", gate.Options{Limiter: lim, AbortGrace: time.Second}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

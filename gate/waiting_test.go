@@ -335,3 +335,54 @@ func TestReceivedAndDecided(t *testing.T) {
 		})
 	}
 }
+
+// TestAbortGraceSetting: the slot of a request whose client left while it ran
+// goes to the waiter after the abort grace as set (5 ms unset), or at
+// once without one (issue 14).
+func TestAbortGraceSetting(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  func(*gate.Options)
+		grace time.Duration
+	}{
+		{name: "default", opts: func(*gate.Options) {}, grace: gate.DefaultAbortGrace},
+		{name: "set", opts: func(o *gate.Options) { o.AbortGrace = 300 * time.Millisecond }, grace: 300 * time.Millisecond},
+		{name: "none", opts: func(o *gate.Options) { o.NoAbortGrace = true }, grace: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, lim, _ := newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, tc.opts)
+				var holder, waiter gate.Exchange
+				if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+					t.Fatalf("holder not admitted: %+v", d)
+				}
+				ch := admitAsync(context.Background(), g, &waiter, gate.Request{})
+				if _, ok := decided(ch); ok {
+					t.Fatal("the waiter was admitted while N was full")
+				}
+				start := time.Now()
+				g.Finish(&holder, true)
+				d, ok := decided(ch)
+				if tc.grace > 0 {
+					if ok {
+						t.Fatal("the waiter was admitted within the abort grace")
+					}
+					time.Sleep(tc.grace - time.Nanosecond)
+					if _, ok := decided(ch); ok {
+						t.Fatalf("the waiter was admitted %s after the abort, before the grace of %s", time.Since(start), tc.grace)
+					}
+					time.Sleep(time.Nanosecond)
+					d, ok = decided(ch)
+				}
+				if !ok || !d.Admitted {
+					t.Fatalf("waiter: decided %v, %+v at %s; want admitted at %s", ok, d, time.Since(start), tc.grace)
+				}
+				if got := lim.Stats().Holding; got != 1 {
+					t.Errorf("Holding = %d, want the waiter's 1", got)
+				}
+				g.Finish(&waiter, false)
+			})
+		})
+	}
+}

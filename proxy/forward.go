@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -134,15 +133,20 @@ func (ex *exchange) engineError(_ http.ResponseWriter, r *http.Request, err erro
 	p.log.Warn("engine request failed", zap.String("request_id", ex.ID), zap.Error(err))
 }
 
-// engineUnreachable reports whether err means that no usable connection to
-// the engine existed: refused, reset or closed before a response.
+// engineUnreachable reports whether err means that the request never
+// reached the engine: the dial failed, or the write of the request did
+// (refused, or reset or closed as it went out). A failure after the
+// request was written (reset or closed before a response) is not: the
+// engine may have begun the generation, so it is an engine error, 502,
+// which a client does not take as an invitation to send it again. Both
+// of the engine client's paths report a failed dial or write as a
+// *net.OpError of that Op.
 func engineUnreachable(err error) bool {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "write") {
 		return true
 	}
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 func isTimeout(err error) bool {

@@ -443,3 +443,47 @@ func closedURL(t testing.TB) *url.URL {
 	}
 	return &url.URL{Scheme: "http", Host: addr}
 }
+
+// rawEngine serves each connection to the returned loopback URL with
+// serve, on a goroutine of its own, until the test ends.
+func rawEngine(t testing.TB, serve func(net.Conn)) *url.URL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { serve(c) })
+		}
+	})
+	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
+}
+
+// readThen returns an engine connection handler that reads one request
+// whole, body included, and then ends the connection with end, answering
+// nothing.
+func readThen(end func(net.Conn)) func(net.Conn) {
+	return func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, req.Body)
+		}
+		end(c)
+	}
+}
+
+// resetConn closes c with a TCP reset rather than a FIN.
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}

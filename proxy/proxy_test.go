@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotgate/slotgate/engine"
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/proxy"
@@ -843,7 +845,9 @@ func TestClientDisconnectsMidStream(t *testing.T) {
 func TestEngineFailures(t *testing.T) {
 	tests := []struct {
 		name        string
-		engine      http.Handler // nil: nobody listens
+		engine      http.Handler   // nil with raw nil: nobody listens
+		raw         func(net.Conn) // when set, serves each engine connection
+		transport   bool           // reach the engine through net/http's Transport
 		wantStatus  int
 		wantBody    string
 		wantReason  string
@@ -861,6 +865,42 @@ func TestEngineFailures(t *testing.T) {
 			wantOutcome: gate.RejectedUnavailable,
 		},
 		{
+			// Issue 14: a failure after the request was written is no
+			// longer "unreachable": the engine may have begun the
+			// generation, and a 503 invites the client to send it again.
+			name:        "engine resets after reading the request",
+			raw:         readThen(resetConn),
+			wantStatus:  http.StatusBadGateway,
+			wantBody:    errorJSON("Bad gateway: engine error", "EngineError", http.StatusBadGateway),
+			wantReason:  "engine_error",
+			wantOutcome: gate.EngineError,
+		},
+		{
+			name:        "engine closes after reading the request",
+			raw:         readThen(func(c net.Conn) { _ = c.Close() }),
+			wantStatus:  http.StatusBadGateway,
+			wantBody:    errorJSON("Bad gateway: engine error", "EngineError", http.StatusBadGateway),
+			wantReason:  "engine_error",
+			wantOutcome: gate.EngineError,
+		},
+		{
+			name:        "engine resets after reading the request, net/http transport",
+			raw:         readThen(resetConn),
+			transport:   true,
+			wantStatus:  http.StatusBadGateway,
+			wantBody:    errorJSON("Bad gateway: engine error", "EngineError", http.StatusBadGateway),
+			wantReason:  "engine_error",
+			wantOutcome: gate.EngineError,
+		},
+		{
+			name:        "engine unreachable, net/http transport",
+			transport:   true,
+			wantStatus:  http.StatusServiceUnavailable,
+			wantBody:    errorJSON(gate.MessageUnreachable, "Unavailable", http.StatusServiceUnavailable),
+			wantReason:  "engine_unavailable",
+			wantOutcome: gate.RejectedUnavailable,
+		},
+		{
 			name: "engine error status passes through",
 			engine: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("X-Engine-Error", "yes")
@@ -875,11 +915,21 @@ func TestEngineFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := harnessConfig{
-				engine:  tc.engine,
-				limits:  limiter.Options{Slots: 1},
-				options: func(o *proxy.Options) { o.RetryAfter = time.Second },
+				engine: tc.engine,
+				limits: limiter.Options{Slots: 1},
+				options: func(o *proxy.Options) {
+					o.RetryAfter = time.Second
+					if tc.transport {
+						tr := engine.NewTransport(0)
+						t.Cleanup(tr.CloseIdleConnections)
+						o.Transport = tr
+					}
+				},
 			}
-			if tc.engine == nil {
+			switch {
+			case tc.raw != nil:
+				cfg.engineURL = rawEngine(t, tc.raw)
+			case tc.engine == nil:
 				cfg.engineURL = closedURL(t)
 			}
 			h := newHarness(t, cfg)
@@ -1407,9 +1457,10 @@ func TestSmallBodyForwardedWhole(t *testing.T) {
 }
 
 // TestAbortedSlotHandedOnAfterGrace: when a client leaves a running
-// request, its slot goes to the next waiter only after abortGrace (5 ms),
-// the time the engine takes to see the abort; a slot freed by a request
-// that ends normally goes on at once (other tests).
+// request, its slot goes to the next waiter only after the abort grace
+// (gate.DefaultAbortGrace, 5 ms), the time the engine takes to see the
+// abort; a slot freed by a request that ends normally goes on at once
+// (other tests).
 func TestAbortedSlotHandedOnAfterGrace(t *testing.T) {
 	const grace = 5 * time.Millisecond
 	g := newHeldEngine()
