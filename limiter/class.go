@@ -64,6 +64,10 @@ type class struct {
 	waiting int   // waiters of this class, kept by the limiter
 	fifo    fifo  // this class's waiters, in arrival order (drr only)
 	deficit int64 // DRR credit in cost units, >= 0; 0 while empty (drr only)
+	// period counts the times the class has emptied, which ends a busy
+	// period and resets its deficit (drr only): a refund is owed only
+	// within the busy period that paid for the grant.
+	period uint64
 	// prev and next link the ring of non-empty classes (drr only); nil
 	// while the class is empty.
 	prev, next *class

@@ -51,6 +51,12 @@
 //     the round robin consistent. If it was granted a slot in the same
 //     instant, cancellation wins and the room is handed on, so a cancelled
 //     caller never holds a slot; a deadline loses, the grant came in time.
+//     A grant reversed this way costs its class nothing: the round robin
+//     gives the Cost it charged back to the class's deficit before the
+//     room is handed on (never beyond what a deficit may hold: below 2^40
+//     between visits, plus the Quantum during one). Nothing is given back
+//     if the class emptied meanwhile, its deficit having been reset as
+//     above, nor for an adaptive LIFO grant, which charged nothing.
 //   - Each place is freed exactly once: Release frees the slot, FirstToken
 //     the waiting place, and Release the waiting place too if FirstToken
 //     has not; further calls, from any goroutine, do nothing. Both take

@@ -55,8 +55,35 @@ func (d *drr) pop() *waiter {
 	}
 	w := h.fifo.head
 	h.deficit -= w.cost
+	w.charged, w.period = w.cost, h.period // before remove, which may end the period
 	d.remove(w)
 	return w
+}
+
+// refund gives w's cost back to its class's deficit, after pop granted w
+// but the grant was reversed because w's caller left in the same instant,
+// so that the class keeps the credit for a grant it did not get. The
+// visits the round robin made to reach the grant stand; only the charge
+// is undone.
+//
+// Nothing is refunded when pop did not charge w (popNewest charges
+// nothing) or when the class has emptied since the charge: its deficit
+// was then reset to 0, as DRR does for every class that empties (w itself
+// may have been its last waiter), and a later busy period owes nothing to
+// an earlier one. Otherwise the class is in the ring, and the refund is
+// capped so that its deficit stays within what DRR ever holds: below
+// maxCost, plus its quantum while its visit is under way. The cap only
+// binds when the class's visit ended between the grant and its reversal.
+func (d *drr) refund(w *waiter) {
+	c := w.cls
+	if w.charged != 0 && c.period == w.period {
+		limit := int64(maxCost)
+		if d.head == c && d.charged {
+			limit += c.quantum
+		}
+		c.deficit = min(c.deficit+w.charged, limit-1)
+	}
+	w.charged = 0
 }
 
 // popNewest takes the newest waiter of all classes, the one with the
@@ -138,10 +165,12 @@ func (d *drr) join(c *class) {
 	h.prev = c
 }
 
-// leave takes c, which has just become empty, out of the ring and resets
-// its deficit. If c was being visited, the next class's visit is due.
+// leave takes c, which has just become empty, out of the ring, resets
+// its deficit and ends its busy period. If c was being visited, the next
+// class's visit is due.
 func (d *drr) leave(c *class) {
 	c.deficit = 0
+	c.period++
 	switch {
 	case c.next == c:
 		d.head, d.charged = nil, false

@@ -24,7 +24,8 @@ import (
 //     of them granted, each in its own class: the single FIFO without
 //     classes; with classes, one FIFO per class, the DRR ring linking
 //     exactly the non-empty classes, empty classes with a zero deficit and
-//     no deficit negative or beyond what the arithmetic allows.
+//     no deficit negative or beyond what DRR holds: below maxCost, plus
+//     the quantum for the class being visited.
 func (l *Limiter) CheckInvariants() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -113,7 +114,15 @@ func (l *Limiter) checkDRR(d *drr) error {
 		if err := checkFIFO(&c.fifo, c.waiting, c); err != nil {
 			errs = append(errs, fmt.Errorf("class %d: %w", i, err))
 		}
-		if c.deficit < 0 || c.deficit >= maxCost+c.quantum {
+		// A class carries less than maxCost between visits (less than
+		// the cost of its oldest waiter when its last visit ended), and
+		// earns at most one quantum more while it is being visited;
+		// refunds of reversed grants are capped to keep it so.
+		bound := int64(maxCost)
+		if c == d.head && d.charged {
+			bound += c.quantum
+		}
+		if c.deficit < 0 || c.deficit >= bound {
 			errs = append(errs, fmt.Errorf("class %d: deficit %d out of range", i, c.deficit))
 		}
 		if c.fifo.head == nil {

@@ -293,7 +293,9 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time, expir
 		// Granted. If the context ended in the same instant, cancellation
 		// wins: the caller is gone, so the slot goes to the next waiter.
 		if err := ctx.Err(); err != nil {
-			l.releaseSlot(true)
+			l.mu.Lock()
+			l.reverseGrantLocked(w)
+			l.mu.Unlock()
 			w.cls.cancelledWaiting.Add(1)
 			return nil, err
 		}
@@ -340,7 +342,7 @@ func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 		w.countAdmitted()
 		return &Permit{l: l}, nil
 	}
-	l.releaseLocked(true)
+	l.reverseGrantLocked(w)
 	l.mu.Unlock()
 	countGiveUp(w.cls, cause)
 	return nil, cause
@@ -352,6 +354,15 @@ func countGiveUp(c *class, cause error) {
 	} else {
 		c.cancelledWaiting.Add(1)
 	}
+}
+
+// reverseGrantLocked undoes the grant of w, whose caller left in the same
+// instant: the queue refunds what the grant charged (drr.refund), then the
+// slot is freed and handed on. The refund comes first so that the next
+// grant, made under the same lock, already sees the class's credit.
+func (l *Limiter) reverseGrantLocked(w *waiter) {
+	l.queue.refund(w)
+	l.releaseLocked(true)
 }
 
 func (l *Limiter) releaseSlot(prefilling bool) {

@@ -17,6 +17,13 @@ type waiter struct {
 	seq uint64
 	// lifo is set, with granted, when adaptive LIFO chose the waiter.
 	lifo bool
+	// charged is the cost drr's pop subtracted from the class's deficit
+	// when it granted the waiter, and period the class's busy period at
+	// that moment (class.period); charged is 0 for a grant that charged
+	// nothing (plain FIFO, adaptive LIFO) and after a refund. They make
+	// the refund of a reversed grant exact (drr.refund).
+	charged int64
+	period  uint64
 
 	prev, next *waiter
 }
@@ -45,6 +52,9 @@ type queue interface {
 	popNewest() *waiter
 	// remove takes w out of the queue; w must be queued.
 	remove(w *waiter)
+	// refund gives back what granting w charged to the order, when the
+	// grant is reversed because w's caller left in the same instant.
+	refund(w *waiter)
 }
 
 // fifo is an intrusive doubly linked list: queuing allocates nothing beyond
@@ -78,6 +88,9 @@ func (f *fifo) popNewest() *waiter {
 	}
 	return w
 }
+
+// refund does nothing: the plain FIFO charges nothing for a grant.
+func (f *fifo) refund(*waiter) {}
 
 func (f *fifo) remove(w *waiter) {
 	if w.prev == nil {
