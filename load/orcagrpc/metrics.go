@@ -36,29 +36,14 @@ const (
 // unset is orca.ServerMetrics' value for a metric that is not reported.
 const unset = -1
 
-// Utilization is s's application_utilization, by the rule of the HTTP
-// header (report.ORCAText), so that HTTP and gRPC balancers see the same
-// load: the KV cache usage; when no rank knows its KV capacity, the share
-// of engine slots in use, InFlight/Limit capped at 1. ok is false when
-// neither is known (no KV capacity and no limit).
-func Utilization(s *report.Snapshot) (u float64, ok bool) {
-	if usage, known := s.KVUsage(); known {
-		return usage, true
-	}
-	if s.Requests.Limit > 0 {
-		return min(float64(s.Requests.InFlight)/float64(s.Requests.Limit), 1), true
-	}
-	return 0, false
-}
-
 // Metrics maps s to ORCA's server metrics, in grpc-go's form, where -1 is
-// unset: AppUtilization is Utilization(s), and NamedMetrics holds the
+// unset: AppUtilization is s.Utilization(), and NamedMetrics holds the
 // Metric* values, those unknown left out. QPS is unset, since a snapshot
 // holds no rate (the Reporter measures it); CPU, memory and errors are
 // unset, and the Utilization and RequestCost maps are empty (not nil).
 func Metrics(s *report.Snapshot) *orca.ServerMetrics {
 	sm := empty()
-	if u, ok := Utilization(s); ok {
+	if u, ok := s.Utilization(); ok {
 		sm.AppUtilization = u
 	}
 	named := sm.NamedMetrics
@@ -66,7 +51,7 @@ func Metrics(s *report.Snapshot) *orca.ServerMetrics {
 		named[MetricKVCacheUsage] = usage
 	}
 	named[MetricActivePrefillTokens] = float64(s.PrefillTokens())
-	if blocks, ok := decodeBlocks(s); ok {
+	if blocks, ok := s.DecodeBlocks(); ok {
 		named[MetricActiveDecodeBlocks] = float64(blocks)
 	}
 	named[MetricInFlight] = float64(s.Requests.InFlight)
@@ -85,19 +70,6 @@ func empty() *orca.ServerMetrics {
 		CPUUtilization: unset, MemUtilization: unset, AppUtilization: unset, QPS: unset, EPS: unset,
 		Utilization: map[string]float64{}, RequestCost: map[string]float64{}, NamedMetrics: map[string]float64{},
 	}
-}
-
-// decodeBlocks sums slotgate's active decode blocks over the ranks that
-// know them, as the HTTP header does.
-func decodeBlocks(s *report.Snapshot) (int64, bool) {
-	var n int64
-	known := false
-	for i := range s.Ranks {
-		if f := s.Ranks[i].ActiveDecodeBlocks; f.Known() {
-			n, known = n+f.N, true
-		}
-	}
-	return n, known
 }
 
 // toProto is sm as an OrcaLoadReport, as grpc-go's own service writes it:

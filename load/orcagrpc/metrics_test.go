@@ -116,7 +116,7 @@ func TestMetrics(t *testing.T) {
 			if want := tc.want(); !reflect.DeepEqual(got, want) {
 				t.Errorf("Metrics =\n%+v\nwant\n%+v", got, want)
 			}
-			u, ok := orcagrpc.Utilization(&tc.snap)
+			u, ok := tc.snap.Utilization()
 			if ok != (tc.app >= 0) || (ok && u != tc.app) {
 				t.Errorf("Utilization = %v, %v; want %v", u, ok, tc.app)
 			}

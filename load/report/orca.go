@@ -36,18 +36,14 @@ func ORCAText(s *Snapshot) string {
 		b.WriteByte(':')
 		b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
 	}
-	usage, known := s.KVUsage()
-	switch {
-	case known:
-		put("application_utilization", usage)
-	case s.Requests.Limit > 0:
-		put("application_utilization", min(float64(s.Requests.InFlight)/float64(s.Requests.Limit), 1))
+	if u, ok := s.Utilization(); ok {
+		put("application_utilization", u)
 	}
-	if known {
+	if usage, known := s.KVUsage(); known {
 		put("named_metrics.kv_cache_usage", usage)
 	}
 	put("named_metrics.active_prefill_tokens", float64(s.PrefillTokens()))
-	if blocks, ok := s.decodeBlocks(); ok {
+	if blocks, ok := s.DecodeBlocks(); ok {
 		put("named_metrics.active_decode_blocks", float64(blocks))
 	}
 	put("named_metrics.in_flight", float64(s.Requests.InFlight))
@@ -56,9 +52,24 @@ func ORCAText(s *Snapshot) string {
 	return b.String()
 }
 
-// decodeBlocks sums slotgate's active decode blocks over the ranks that
-// know them.
-func (s *Snapshot) decodeBlocks() (int64, bool) {
+// Utilization is ORCA's application_utilization of s, the one rule of
+// every ORCA report slotgate makes (the HTTP header, the gRPC reports):
+// the KV cache usage (KVUsage); when no rank knows its KV capacity, the
+// share of engine slots in use, InFlight/Limit capped at 1. ok is false
+// when neither is known.
+func (s *Snapshot) Utilization() (u float64, ok bool) {
+	if usage, known := s.KVUsage(); known {
+		return usage, true
+	}
+	if s.Requests.Limit > 0 {
+		return min(float64(s.Requests.InFlight)/float64(s.Requests.Limit), 1), true
+	}
+	return 0, false
+}
+
+// DecodeBlocks sums slotgate's active decode blocks over the ranks that
+// know them; ok is false when none does.
+func (s *Snapshot) DecodeBlocks() (int64, bool) {
 	var n int64
 	known := false
 	for i := range s.Ranks {
