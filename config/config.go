@@ -84,6 +84,15 @@ type Config struct {
 	// MaxRequestBodyBytes bounds request bodies (--max-request-body-bytes,
 	// SLOTGATE_MAX_REQUEST_BODY_BYTES, 32 MiB).
 	MaxRequestBodyBytes int64
+	// MaxBufferedBodyBytes bounds the memory held by the bodies of queued
+	// requests, all together (--max-buffered-body-bytes,
+	// SLOTGATE_MAX_BUFFERED_BODY_BYTES, 256 MiB). A queued request whose
+	// body would not fit waits with its body unread; 0 reads none.
+	MaxBufferedBodyBytes int64
+	// RequestBodyTimeout bounds how long a request's body may take to
+	// arrive, from its headers (--request-body-timeout,
+	// SLOTGATE_REQUEST_BODY_TIMEOUT, 60s); zero is no limit.
+	RequestBodyTimeout time.Duration
 	// RetryAfter is sent with overload answers (--retry-after,
 	// SLOTGATE_RETRY_AFTER, 1s); zero sends none.
 	RetryAfter time.Duration
@@ -135,6 +144,9 @@ type Config struct {
 	// AccessLog writes one line per proxied request (--access-log,
 	// SLOTGATE_ACCESS_LOG, true).
 	AccessLog bool
+	// AdminTokenFile holds the bearer token that mutating admin endpoints
+	// require (--admin-token-file, SLOTGATE_ADMIN_TOKEN_FILE); "" is none.
+	AdminTokenFile string
 	// EnableProfiling serves /debug/pprof/ on the admin port
 	// (--enable-profiling, SLOTGATE_ENABLE_PROFILING, false).
 	EnableProfiling bool
@@ -194,6 +206,8 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.EngineHealthPath = path(v, "engine-health-path", r.EngineHealthPath)
 	c.PassthroughPaths = paths(v, "passthrough-paths", r.PassthroughPaths)
 	c.MaxRequestBodyBytes = int64(intAtLeast(v, "max-request-body-bytes", r.MaxRequestBody, 1))
+	c.MaxBufferedBodyBytes = int64(intAtLeast(v, "max-buffered-body-bytes", r.MaxBufferedBody, 0))
+	c.RequestBodyTimeout = v.Duration("request-body-timeout", r.RequestBodyTimeout, 0)
 	c.RetryAfter = v.Duration("retry-after", r.RetryAfter, 0)
 	if c.RetryAfter%time.Second != 0 {
 		v.Fail("retry-after", r.RetryAfter, "must be whole seconds")
@@ -204,6 +218,7 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	if c.AbortGrace > maxAbortGrace {
 		v.Fail("abort-grace", r.AbortGrace, "must be at most "+maxAbortGrace.String())
 	}
+	c.AdminTokenFile = r.AdminTokenFile
 	c.fillLoad(r, v)
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")

@@ -23,6 +23,8 @@ type raw struct {
 	EngineHealthPath          string `flag:"engine-health-path" env:"SLOTGATE_ENGINE_HEALTH_PATH" envDefault:"/health" usage:"engine path polled every second for /readyz"`
 	PassthroughPaths          string `flag:"passthrough-paths" env:"SLOTGATE_PASSTHROUGH_PATHS" envDefault:"/health,/v1/models,/metrics,/version" usage:"comma-separated engine paths proxied without taking a slot"`
 	MaxRequestBody            string `flag:"max-request-body-bytes" env:"SLOTGATE_MAX_REQUEST_BODY_BYTES" envDefault:"33554432" usage:"largest request body accepted; larger ones get 413"`
+	MaxBufferedBody           string `flag:"max-buffered-body-bytes" env:"SLOTGATE_MAX_BUFFERED_BODY_BYTES" envDefault:"268435456" usage:"memory for the bodies of queued requests, all together; a queued request whose body does not fit waits without its body read, never refused for it; 0: no queued body is read"`
+	RequestBodyTimeout        string `flag:"request-body-timeout" env:"SLOTGATE_REQUEST_BODY_TIMEOUT" envDefault:"60s" usage:"longest time a request's body may take to arrive, from its headers; a slower one gets 408 and its slot back; 0: no limit"`
 	RetryAfter                string `flag:"retry-after" env:"SLOTGATE_RETRY_AFTER" envDefault:"1s" usage:"Retry-After sent with overload answers, whole seconds; 0 sends none"`
 	ShutdownTimeout           string `flag:"shutdown-timeout" env:"SLOTGATE_SHUTDOWN_TIMEOUT" envDefault:"60s" usage:"after the drain delay, how long in-flight and queued requests may take to finish"`
 	DrainDelay                string `flag:"drain-delay" env:"SLOTGATE_DRAIN_DELAY" envDefault:"5s" usage:"after SIGTERM or POST /drain, how long new requests are still served while endpoints update"`
@@ -42,6 +44,7 @@ type raw struct {
 	AdmissionConfig           string `flag:"admission-config" env:"SLOTGATE_ADMISSION_CONFIG" usage:"YAML file of the admission policy: request classifier and policy-class queues; unset: every request admitted in one FIFO queue"`
 	ModelName                 string `flag:"model-name" env:"SLOTGATE_MODEL_NAME" envDefault:"default" usage:"the model named in /busy_threshold answers"`
 	AccessLog                 string `flag:"access-log" env:"SLOTGATE_ACCESS_LOG" envDefault:"true" bool:"true" usage:"write one JSON line per proxied request to standard error; false for none"`
+	AdminTokenFile            string `flag:"admin-token-file" env:"SLOTGATE_ADMIN_TOKEN_FILE" usage:"file holding the bearer token that POST /drain, /limits and /busy_threshold require, re-read when it changes; unset: no token, so bind the admin port to a pod-local address"`
 	EnableProfiling           string `flag:"enable-profiling" env:"SLOTGATE_ENABLE_PROFILING" envDefault:"false" bool:"true" usage:"serve Go's pprof profiles under /debug/pprof/ on the admin port"`
 	LogLevel                  string `flag:"log-level" env:"SLOTGATE_LOG_LEVEL" envDefault:"info" usage:"debug, info, warn or error"`
 	LogFormat                 string `flag:"log-format" env:"SLOTGATE_LOG_FORMAT" envDefault:"json" usage:"json or console"`
