@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -74,9 +75,12 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		OverloadStatus:      cfg.OverloadStatus,
 		RetryAfter:          cfg.RetryAfter,
 		MaxRequestBodyBytes: cfg.MaxRequestBodyBytes,
-		PassthroughPaths:    cfg.PassthroughPaths,
-		Logger:              log.Named("proxy"),
-		AccessLog:           access,
+		// 0 in the config reads no queued body; 0 here is the default.
+		MaxBufferedBodyBytes: cmp.Or(cfg.MaxBufferedBodyBytes, -1),
+		RequestBodyTimeout:   cfg.RequestBodyTimeout,
+		PassthroughPaths:     cfg.PassthroughPaths,
+		Logger:               log.Named("proxy"),
+		AccessLog:            access,
 	}
 	if cfg.ORCAHeader {
 		popts.LoadHeaders = lp.orcaHeader

@@ -43,7 +43,8 @@ type Watch interface {
 	// goroutine when it enters the queue, or on the classifier's deferral
 	// timer's. A watch that fails calls
 	// fail with the reason, which ends the wait; a reason wrapping
-	// ErrTooLarge refuses the request as too large.
+	// ErrTooLarge refuses the request as too large, one wrapping
+	// ErrBodyTimeout as too slow.
 	Start(fail func(error))
 	// Settle waits for the watch to end and returns its error, nil when it
 	// ended well. cut says the request goes no further, so a slow watch
@@ -60,6 +61,11 @@ type Watch interface {
 // ErrTooLarge is the reason a Watch gives when the request passed the
 // adapter's size limit while it waited.
 var ErrTooLarge = errors.New("request too large")
+
+// ErrBodyTimeout is the reason a Watch gives when the request's body did
+// not arrive in the adapter's time. The adapter's read deadline may end
+// the request's context too, so the reason decides, not the context.
+var ErrBodyTimeout = errors.New("request body timeout")
 
 // Decision is what Admit decided.
 type Decision struct {
@@ -171,9 +177,15 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 		ex.Queued = true
 		ex.QueueWait += time.Since(queuedAt) // after any classifier deferral
 	}
-	if w.started() && w.settle(err != nil) != nil && err == nil {
+	cause, werr := context.Cause(ctx), w.settle(err != nil)
+	if errors.Is(werr, ErrBodyTimeout) {
+		// The read's deadline may have ended the request's context (and
+		// so ctx) before the watch could give its reason.
+		cause = werr
+	}
+	if werr != nil && err == nil {
 		p.Release()
-		err = context.Cause(ctx)
+		err = cause
 	}
 	gone := parent.Err() != nil
 	if err == nil && (gone || ex.Queued && w.gone()) {
@@ -183,7 +195,10 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 	}
 	var d Decision
 	if err != nil {
-		d = g.refuseAcquire(ex, err, context.Cause(ctx), gone || parent.Err() != nil)
+		if !errors.Is(cause, ErrBodyTimeout) {
+			cause = context.Cause(ctx)
+		}
+		d = g.refuseAcquire(ex, err, cause, gone || parent.Err() != nil)
 	} else {
 		d = g.grant(ex, p)
 	}
@@ -214,6 +229,8 @@ func (g *Gate) refuseAcquire(ex *Exchange, err, cause error, clientGone bool) De
 		return refuse(ex, RejectedQueueTimeout)
 	case errors.Is(cause, ErrTooLarge):
 		return refuse(ex, RejectedTooLarge)
+	case errors.Is(cause, ErrBodyTimeout):
+		return refuse(ex, RejectedBodyTimeout)
 	case !clientGone:
 		return refuse(ex, RejectedBadRequest)
 	}

@@ -46,6 +46,9 @@ type Exchange struct {
 	adm      *admission.Request // as the classifier saw it; nil unclassified
 	flight   *inflight.Flight   // its load, from Send to Finish; nil untracked
 	prompt   atomic.Int64       // the prompt estimate, for the context size
+	// engineDone: the engine's answer reached its end, so the engine is
+	// done with the request and the abort grace is not needed.
+	engineDone bool
 }
 
 // Fail records how a request that was admitted failed on its way to or
@@ -109,6 +112,12 @@ func (ex *Exchange) Prefilled() {
 		ex.flight.Prefilled()
 	}
 }
+
+// EngineDone marks the engine's answer read to its end (the end of its
+// body, its trailers): the engine has finished the request, so its slot
+// is handed on at Finish without the abort grace, even when the client
+// left meanwhile.
+func (ex *Exchange) EngineDone() { ex.engineDone = true }
 
 // SetGenerated gives the number of tokens generated so far.
 func (ex *Exchange) SetGenerated(n int) {

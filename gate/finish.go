@@ -17,7 +17,8 @@ import (
 const DefaultAbortGrace = 5 * time.Millisecond
 
 // Finish ends an exchange: its flight ends, its slot is released (after
-// the abort grace when clientGone says its client left while it ran), the
+// the abort grace when clientGone says its client left while it ran and
+// the engine had not finished it, see EngineDone), the
 // classifier hears Completed or Aborted, and the request is reported to
 // the Observer once. A passthrough exchange only has its flight ended.
 // Nothing of the exchange may be used by the gate afterwards; the adapter
@@ -27,7 +28,7 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 		ex.flight.End()
 	}
 	if ex.permit != nil {
-		g.releaseSlot(ex.permit, clientGone)
+		g.releaseSlot(ex.permit, clientGone && !ex.engineDone)
 		ex.permit = nil
 	}
 	if ex.Outcome == Passthrough {

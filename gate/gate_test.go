@@ -305,6 +305,35 @@ func TestAbortGrace(t *testing.T) {
 	}
 }
 
+// TestEngineDoneSkipsTheGrace: when the engine's answer had ended before
+// the client left, the engine is done with the request, so its slot is
+// handed on at Finish, without the abort grace.
+func TestEngineDoneSkipsTheGrace(t *testing.T) {
+	for _, done := range []bool{false, true} {
+		t.Run(fmt.Sprint("done=", done), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, lim, _ := newGate(t, limiter.Options{Slots: 1}, nil)
+				var ex gate.Exchange
+				if d := g.Admit(context.Background(), &ex, gate.Request{}); !d.Admitted {
+					t.Fatal("not admitted")
+				}
+				if done {
+					ex.EngineDone()
+				}
+				g.Finish(&ex, true)
+				if got, want := lim.Stats().Holding, btoi(!done); got != want {
+					t.Errorf("holding %d right after Finish, want %d", got, want)
+				}
+				time.Sleep(gate.DefaultAbortGrace)
+				synctest.Wait()
+				if got := lim.Stats().Holding; got != 0 {
+					t.Errorf("holding %d after the grace", got)
+				}
+			})
+		})
+	}
+}
+
 // TestPassthroughIsNotReported: a passthrough exchange is finished
 // without a report or a change.
 func TestPassthroughIsNotReported(t *testing.T) {

@@ -31,6 +31,9 @@ const (
 	// RejectedBadRequest: the request could not be read (a malformed
 	// chunked body, a broken upload) while the client was still there.
 	RejectedBadRequest Outcome = "rejected_bad_request"
+	// RejectedBodyTimeout: the request's body did not arrive in time
+	// (--request-body-timeout); its slot, if it had one, is handed on.
+	RejectedBodyTimeout Outcome = "rejected_body_timeout"
 	// CancelledQueued: the client left before its request reached the
 	// engine (almost always while queued).
 	CancelledQueued  Outcome = "cancelled_queued"
@@ -48,6 +51,7 @@ func Outcomes() []string {
 		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
 		string(RejectedQueueTimeout), string(RejectedQueueExpired), string(RejectedPolicy), string(RejectedRateLimited), string(RejectedBusy),
 		string(RejectedUnavailable), string(RejectedDraining), string(RejectedTooLarge), string(RejectedBadRequest),
+		string(RejectedBodyTimeout),
 		string(CancelledQueued), string(CancelledRunning), string(EngineError),
 	}
 }

@@ -127,6 +127,9 @@ func (p *Proxy) relay(c *call, cs grpc.ClientStream, pumped <-chan error) error 
 			return p.clientFailed(c, err, pumped)
 		}
 	}
+	if errors.Is(err, io.EOF) {
+		c.EngineDone() // its trailers came: no abort grace is needed
+	}
 	if c.ended() == nil {
 		// An answer without messages ends its prefill too. A call whose
 		// client left is not over at the engine yet: Finish frees its

@@ -60,7 +60,7 @@ type answers struct {
 	overloadStatus int
 	retryAfter     string
 
-	capacity, queueTimeout, queueExpired, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest answer
+	capacity, queueTimeout, queueExpired, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest, bodyTimeout answer
 }
 
 func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
@@ -82,6 +82,8 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 		gatewayTimeout: newAnswer(http.StatusGatewayTimeout, "EngineError", "Gateway timeout: engine did not answer", "engine_error", ""),
 		badRequest: newAnswer(http.StatusBadRequest, "invalid_request_error",
 			"Request body could not be read", "bad_request", ""),
+		bodyTimeout: newAnswer(http.StatusRequestTimeout, "invalid_request_error",
+			"Request body did not arrive in time", "body_timeout", ""),
 		tooLarge: newAnswer(http.StatusRequestEntityTooLarge, "invalid_request_error",
 			"Request body larger than "+strconv.FormatInt(maxBody, 10)+" bytes", "too_large", ""),
 	}
@@ -155,6 +157,8 @@ func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 		ans = &a.draining
 	case gate.RejectedTooLarge:
 		ans = &a.tooLarge
+	case gate.RejectedBodyTimeout:
+		ans = &a.bodyTimeout
 	default: // gate.RejectedBadRequest
 		ans = &a.badRequest
 		if d.Message != "" {

@@ -108,6 +108,12 @@ func (ex *exchange) engineError(_ http.ResponseWriter, r *http.Request, err erro
 	ex.bodyPending = ex.bodyPending || (r.ProtoMajor == 1 && r.ContentLength != 0)
 	var tooLarge *http.MaxBytesError
 	switch {
+	case ex.bodyTimedOut():
+		// Before clientGone: the deadline ended the request's context
+		// too, but the client is still there to be told.
+		ex.Fail(gate.RejectedBodyTimeout)
+		p.answers.bodyTimeout.write(ex)
+		return
 	case ex.clientGone():
 		ex.Fail(gate.CancelledRunning)
 		ex.out.status = StatusClientClosedRequest

@@ -22,13 +22,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.forward(ex)
 		return
 	}
+	ex.startBodyClock()
 	d := p.gate.Admit(r.Context(), &ex.Exchange, p.admissionRequest(ex))
 	if !d.Admitted {
 		p.refuse(ex, d)
 		return
 	}
-	if d.Watched {
+	if d.Watched && ex.watch.whole {
 		ex.holdBody(ex.watch.buf)
+	} else if d.Watched {
+		ex.streamBody(ex.watch.buf) // what the budget did not hold
 	} else if err := ex.prepareBody(); err != nil {
 		// Answered as a broken upload, like one that breaks while
 		// streaming to the engine.
@@ -82,7 +85,7 @@ func (p *Proxy) admissionRequest(ex *exchange) gate.Request {
 func (ex *exchange) prepareBody() error {
 	r := ex.r
 	if r.ContentLength <= 0 || r.ContentLength > smallBody {
-		ex.streamBody()
+		ex.streamBody(nil)
 		return nil
 	}
 	buf := make([]byte, r.ContentLength)
@@ -115,6 +118,7 @@ func (p *Proxy) finish(ex *exchange) {
 	}
 	end := time.Now()
 	p.gate.Finish(&ex.Exchange, gone)
+	p.budget.give(ex.watch.held)
 	p.logAccess(ex, end)
 	if v != nil {
 		panic(v)

@@ -42,6 +42,16 @@ type Options struct {
 	// MaxRequestBodyBytes bounds request bodies (413 past it); 0 means
 	// DefaultMaxRequestBodyBytes.
 	MaxRequestBodyBytes int64
+	// MaxBufferedBodyBytes bounds the memory held by the bodies read
+	// while their requests wait, all together; 0 means
+	// DefaultMaxBufferedBodyBytes, and a negative value reads none. A
+	// body that does not fit waits unread (see bodyBudget).
+	MaxBufferedBodyBytes int64
+	// RequestBodyTimeout bounds the time a request's body may take to
+	// arrive, from its headers: a slower one is answered 408 and its slot
+	// handed on. 0 means no limit. It needs a server whose
+	// ResponseWriter supports read deadlines (net/http's do).
+	RequestBodyTimeout time.Duration
 	// PassthroughPaths are forwarded without a slot: the engine's probes.
 	PassthroughPaths []string
 	// LoadHeaders, when set, adds headers to every proxied response (the
@@ -62,6 +72,8 @@ type Proxy struct {
 	passthrough map[string]bool
 	answers     answers
 	maxBody     int64
+	budget      *bodyBudget
+	bodyTimeout time.Duration
 	loadHeaders func(http.Header)
 	access      *zap.Logger
 	log         *zap.Logger
@@ -82,6 +94,8 @@ func New(opts Options) (*Proxy, error) {
 		transport:   opts.Transport,
 		passthrough: make(map[string]bool, len(opts.PassthroughPaths)),
 		maxBody:     opts.MaxRequestBodyBytes,
+		budget:      newBodyBudget(max(opts.MaxBufferedBodyBytes, 0)),
+		bodyTimeout: opts.RequestBodyTimeout,
 		loadHeaders: opts.LoadHeaders,
 		access:      opts.AccessLog,
 		log:         opts.Logger,
@@ -108,8 +122,8 @@ func (o *Options) validate() error {
 	if o.OverloadStatus != 0 && (o.OverloadStatus < 200 || o.OverloadStatus > 999) {
 		errs = append(errs, fmt.Errorf("overload status must be from 200 through 999, got %d", o.OverloadStatus))
 	}
-	if o.RetryAfter < 0 || o.MaxRequestBodyBytes < 0 {
-		errs = append(errs, errors.New("retry-after and the body limit must not be negative"))
+	if o.RetryAfter < 0 || o.MaxRequestBodyBytes < 0 || o.RequestBodyTimeout < 0 {
+		errs = append(errs, errors.New("retry-after, the body limit and the body timeout must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -117,6 +131,9 @@ func (o *Options) validate() error {
 func (p *Proxy) setDefaults(opts Options) error {
 	if p.maxBody == 0 {
 		p.maxBody = DefaultMaxRequestBodyBytes
+	}
+	if opts.MaxBufferedBodyBytes == 0 {
+		p.budget = newBodyBudget(DefaultMaxBufferedBodyBytes)
 	}
 	if p.access == nil {
 		p.access = zap.NewNop()

@@ -1098,6 +1098,7 @@ func TestNewValidates(t *testing.T) {
 		{name: "overload status 1000", opts: proxy.Options{Engine: engine, Gate: g, OverloadStatus: 1000}, wantErr: "overload status"},
 		{name: "negative retry-after", opts: proxy.Options{Engine: engine, Gate: g, RetryAfter: -time.Second}, wantErr: "negative"},
 		{name: "negative body limit", opts: proxy.Options{Engine: engine, Gate: g, MaxRequestBodyBytes: -1}, wantErr: "negative"},
+		{name: "negative body timeout", opts: proxy.Options{Engine: engine, Gate: g, RequestBodyTimeout: -time.Second}, wantErr: "negative"},
 		{name: "every error at once", opts: proxy.Options{OverloadStatus: 1}, wantErr: "gate"},
 	}
 	for _, tc := range tests {
@@ -1127,7 +1128,7 @@ func TestOutcomesListsEveryReportedOutcome(t *testing.T) {
 	for _, o := range []gate.Outcome{
 		gate.AdmittedDirect, gate.AdmittedQueued, gate.RejectedCapacity, gate.RejectedQueueTimeout,
 		gate.RejectedQueueExpired, gate.RejectedPolicy, gate.RejectedRateLimited, gate.RejectedBusy, gate.RejectedUnavailable, gate.RejectedDraining,
-		gate.RejectedTooLarge, gate.RejectedBadRequest,
+		gate.RejectedTooLarge, gate.RejectedBadRequest, gate.RejectedBodyTimeout,
 		gate.CancelledQueued,
 		gate.CancelledRunning, gate.EngineError,
 	} {

@@ -132,6 +132,9 @@ func (b *tokenBody) Read(p []byte) (int, error) {
 		_, _ = b.counter.Write(p[:n]) // never fails
 		b.update()
 	}
+	if err == io.EOF {
+		b.ex.EngineDone()
+	}
 	if err != nil {
 		_ = b.counter.Close()
 		b.update()
