@@ -13,6 +13,11 @@
 // streaming and not, and reports load as vLLM, SGLang or TensorRT-LLM would
 // (Dialect), plus enginesim's own gauges (OwnMetricsPath).
 //
+// For chaos tests, Faults injects faults into generation requests over
+// both APIs (connection resets, errors, stalls, slow first tokens,
+// answers that never end), set at start and replaced at run time through
+// the HTTP admin call at FaultsPath.
+//
 // The gRPC service (NewGRPCService) serves the subset of vLLM's
 // vllm.grpc.engine.VllmEngine in protos/vllm/grpc/engine (Generate, a
 // token stream; HealthCheck; Abort) and grpc.health.v1. Its requests go to
@@ -42,6 +47,16 @@
 //     output token yet; it and the engine-wide count change under a lock at
 //     each transition, so their high-water marks are exact.
 //   - Token counts and generated text depend only on the input and the seed.
+//   - A generation request, HTTP or gRPC, counts in flight (Stats.InFlight)
+//     from its handler's start until the handler returns or its context is
+//     done, whichever comes first, and leaves the count exactly once; the
+//     peak changes under the same lock, so it is exact.
+//   - Each valid generation request draws at most one fault (fault.go),
+//     one uniform number from a generator seeded with the seed, so the
+//     faults depend only on the seed and the order of arrivals. A request
+//     that faults frees its sequence and blocks as a cancelled one does: an
+//     injected error is never submitted, anything else is closed when its
+//     handler returns.
 //
 // Concurrency: each rank's state is guarded by its own mutex; its scheduling
 // loop is one goroutine, started by Engine.Run and ended with Run's context.

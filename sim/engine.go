@@ -18,6 +18,9 @@ type Engine struct {
 	// beforeFirst counts the requests before their first token over all
 	// ranks, with its high-water mark (firsttoken.go).
 	beforeFirst sharedHighWater
+	// inFlight counts the requests in flight at the APIs, with its
+	// high-water mark (inflight.go).
+	inFlight sharedHighWater
 
 	admitMu sync.Mutex // serialises rank choice and enqueue in Submit
 	started atomic.Bool

@@ -388,13 +388,17 @@ func TestBeforeFirstTokenMetrics(t *testing.T) {
 					{MetricBeforeFirstToken, nil, dto.MetricType_GAUGE, 2},
 					{MetricBeforeFirstTokenMax, nil, dto.MetricType_GAUGE, 4},
 				})
-				if path == OwnMetricsPath && len(mfs) != 2 {
-					t.Errorf("%s has %d families, want enginesim's 2 only", path, len(mfs))
+				if path == OwnMetricsPath && len(mfs) != 5 {
+					t.Errorf("%s has %d families, want enginesim's 5 only", path, len(mfs))
 				}
 			}
 		})
 	}
-	problems, err := testutil.CollectAndLint(newOwnCollector(newEngine(t, Options{})))
+	f, err := NewFaults(DefaultFaultSet(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.CollectAndLint(newOwnCollector(newEngine(t, Options{}), f))
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %+v", err, problems)
 	}

@@ -24,9 +24,12 @@ type genInput struct {
 // generate serves /v1/completions (chat false) and /v1/chat/completions.
 // The request is submitted before anything is written, so refusals are
 // plain JSON errors; it is aborted when the handler returns, which frees
-// its blocks at once if the client left.
+// its blocks at once if the client left or a fault cut the answer. It
+// counts in flight (inflight.go) from its start, and draws its fault once
+// it is valid: an injected error is answered before it is submitted.
 func (s *server) generate(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		defer s.engine.trackInFlight(r.Context())()
 		var req genRequest
 		if e := decodeBody(w, r, &req); e != nil {
 			writeAPIError(w, e)
@@ -35,6 +38,11 @@ func (s *server) generate(chat bool) http.HandlerFunc {
 		in, e := s.input(&req, chat)
 		if e != nil {
 			writeAPIError(w, e)
+			return
+		}
+		plan := s.faults.plan(in)
+		if plan.fails() {
+			writeError(w, http.StatusInternalServerError, faultErrorMessage)
 			return
 		}
 		h, err := s.engine.Submit(Request{PromptTokens: in.prompt, MaxTokens: in.maxTokens, IgnoreEOS: in.ignoreEOS, Key: in.key})
@@ -53,9 +61,9 @@ func (s *server) generate(chat bool) http.HandlerFunc {
 		}
 		out := newOutput(in, s.model)
 		if in.stream {
-			s.stream(w, r, h, out)
+			s.stream(w, r, h, out, plan)
 		} else {
-			s.respond(w, r, h, out)
+			s.respond(w, r, h, out, plan)
 		}
 	}
 }
@@ -107,8 +115,9 @@ func (s *server) promptIDs(req *genRequest, chat bool) ([]int, *apiError) {
 	return TokenizeChat(msgs), nil
 }
 
-// respond waits for the whole output and writes one JSON answer.
-func (s *server) respond(w http.ResponseWriter, r *http.Request, h *Handle, out *output) {
+// respond waits for the whole output and writes one JSON answer, unless
+// the request's fault holds it back or cuts the connection instead.
+func (s *server) respond(w http.ResponseWriter, r *http.Request, h *Handle, out *output, plan *faultPlan) {
 	var p Progress
 	for !p.Done {
 		var err error
@@ -118,6 +127,14 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, h *Handle, out 
 			}
 			return
 		}
+	}
+	reset, err := plan.beforeAnswer(r.Context())
+	switch {
+	case err != nil: // the client left
+		return
+	case reset:
+		resetConn(w)
+		return
 	}
 	writeJSON(w, http.StatusOK, out.response(p))
 }

@@ -24,6 +24,10 @@ type GRPCOptions struct {
 	// ServerOptions.Seed: with the same seed, a prompt gets the same
 	// output over gRPC and HTTP.
 	Seed uint64
+	// Faults injects faults into Generate calls; nil means none. Share the
+	// HTTP handler's (ServerOptions.Faults) so that its admin call sets
+	// both.
+	Faults *Faults
 	// Logger; nil means none.
 	Logger *zap.Logger
 }
@@ -46,6 +50,7 @@ type GRPCOptions struct {
 type GRPCService struct {
 	engine   *Engine
 	seed     uint64
+	faults   *Faults
 	log      *zap.Logger
 	shutdown chan struct{} // closed by Shutdown
 	once     sync.Once     // closes shutdown
@@ -61,11 +66,14 @@ func NewGRPCService(opts GRPCOptions) (*GRPCService, error) {
 		return nil, errors.New("sim: GRPCOptions.Engine is required")
 	}
 	g := &GRPCService{
-		engine: opts.Engine, seed: opts.Seed, log: opts.Logger,
+		engine: opts.Engine, seed: opts.Seed, faults: opts.Faults, log: opts.Logger,
 		shutdown: make(chan struct{}), flights: map[string]*Handle{},
 	}
 	if g.log == nil {
 		g.log = zap.NewNop()
+	}
+	if g.faults == nil {
+		g.faults, _ = NewFaults(DefaultFaultSet(), opts.Seed) // a valid set: no error
 	}
 	return g, nil
 }
@@ -106,11 +114,19 @@ type engineServer struct {
 // request_id is in flight already, RESOURCE_EXHAUSTED when the rank's
 // queue is full (the HTTP API's 503), UNAVAILABLE when the engine stops,
 // and CANCELED or DEADLINE_EXCEEDED when the client's context ends first.
+// An injected error fails it with INTERNAL before the request is
+// submitted, and an injected reset with UNAVAILABLE mid-stream; the call
+// counts in flight from its start (inflight.go).
 func (s engineServer) Generate(req *enginepb.GenerateRequest, stream grpc.ServerStreamingServer[enginepb.GenerateResponse]) error {
 	g := s.g
+	defer g.engine.trackInFlight(stream.Context())()
 	in, err := g.input(req)
 	if err != nil {
 		return err
+	}
+	plan := g.faults.plan(in)
+	if plan.fails() {
+		return status.Error(codes.Internal, faultErrorMessage)
 	}
 	h, err := g.submit(req.GetRequestId(), in)
 	if err != nil {
@@ -124,11 +140,17 @@ func (s engineServer) Generate(req *enginepb.GenerateRequest, stream grpc.Server
 		ce.Write(zap.String("rpc", "Generate"), zap.String("request_id", req.GetRequestId()), zap.Int("rank", h.Rank()),
 			zap.Int("prompt_tokens", in.prompt), zap.Int("max_tokens", in.maxTokens), zap.Bool("stream", in.stream))
 	}
-	return g.answer(stream, h, in)
+	return g.answer(stream, h, in, plan)
 }
 
-// answer streams the progress of h until it ends.
-func (g *GRPCService) answer(stream grpc.ServerStreamingServer[enginepb.GenerateResponse], h *Handle, in genInput) error {
+// genStream is the server side of a Generate call.
+type genStream = grpc.ServerStreamingServer[enginepb.GenerateResponse]
+
+// answer streams the progress of h until it ends, with the request's fault
+// at the HTTP API's points (stream.go): before the first chunk, after each
+// chunk once half the expected output is out, and instead of the complete
+// message.
+func (g *GRPCService) answer(stream genStream, h *Handle, in genInput, plan *faultPlan) error {
 	ctx := stream.Context()
 	sent := 0
 	for {
@@ -140,15 +162,57 @@ func (g *GRPCService) answer(stream grpc.ServerStreamingServer[enginepb.Generate
 			return grpcError(err, g.engine.Options())
 		}
 		if in.stream && p.Tokens > sent {
-			if err := stream.Send(chunkMessage(in, sent, p.Tokens)); err != nil {
+			if err := sendChunk(stream, in, plan, sent, p.Tokens); err != nil {
 				return err
 			}
 			sent = p.Tokens
 		}
 		if p.Done {
-			return stream.Send(completeMessage(in, p))
+			return complete(stream, in, plan, p)
 		}
 	}
+}
+
+// sendChunk sends the chunk of output tokens from through to-1 and applies
+// the fault's hooks around it.
+func sendChunk(stream genStream, in genInput, plan *faultPlan, from, to int) error {
+	ctx := stream.Context()
+	if from == 0 {
+		if err := plan.first(ctx); err != nil {
+			return status.FromContextError(err).Err()
+		}
+	}
+	if err := stream.Send(chunkMessage(in, from, to)); err != nil {
+		return err
+	}
+	reset, err := plan.streamed(ctx, to)
+	switch {
+	case err != nil:
+		return status.FromContextError(err).Err()
+	case reset:
+		return status.Error(codes.Unavailable, faultResetMessage)
+	}
+	return nil
+}
+
+// complete sends the complete message that ends the call, unless the
+// fault holds it back or ends the call with UNAVAILABLE instead.
+func complete(stream genStream, in genInput, plan *faultPlan, p Progress) error {
+	ctx := stream.Context()
+	var reset bool
+	var err error
+	if in.stream {
+		err = plan.end(ctx, 0, nil)
+	} else {
+		reset, err = plan.beforeAnswer(ctx)
+	}
+	switch {
+	case err != nil:
+		return status.FromContextError(err).Err()
+	case reset:
+		return status.Error(codes.Unavailable, faultResetMessage)
+	}
+	return stream.Send(completeMessage(in, p))
 }
 
 // submit queues the request, and records it under id (when not empty) for

@@ -46,7 +46,14 @@ func startGRPC(t *testing.T, opts Options, run bool) *grpcTestServer {
 // serveGRPC serves e over gRPC until the test ends.
 func serveGRPC(t *testing.T, e *Engine) *grpcTestServer {
 	t.Helper()
-	svc, err := NewGRPCService(GRPCOptions{Engine: e})
+	return serveGRPCWith(t, GRPCOptions{Engine: e})
+}
+
+// serveGRPCWith serves opts.Engine over gRPC with opts until the test ends.
+func serveGRPCWith(t *testing.T, opts GRPCOptions) *grpcTestServer {
+	t.Helper()
+	e := opts.Engine
+	svc, err := NewGRPCService(opts)
 	if err != nil {
 		t.Fatalf("NewGRPCService: %v", err)
 	}

@@ -64,7 +64,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // addPrometheus registers the dialect's collector and enginesim's own on
 // reg and serves reg at GET /metrics.
 func (s *server) addPrometheus(rt router, reg *prometheus.Registry, defs []metricDef) error {
-	for _, c := range []prometheus.Collector{&collector{stats: s.engine.Stats, defs: defs}, newOwnCollector(s.engine)} {
+	for _, c := range []prometheus.Collector{&collector{stats: s.engine.Stats, defs: defs}, newOwnCollector(s.engine, s.faults)} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("sim: register %s metrics: %w", s.dialect, err)
 		}

@@ -53,6 +53,11 @@ type ServerOptions struct {
 	// own; nil means a new registry of the handler's own. Unused by
 	// DialectTRTLLM, whose /metrics is JSON.
 	Registry *prometheus.Registry
+	// Faults injects faults into generation requests and is what
+	// FaultsPath reads and replaces; nil means a Faults of the handler's
+	// own that injects nothing until the admin call sets it. Share one with
+	// GRPCOptions.Faults so that the admin call and the counts cover gRPC.
+	Faults *Faults
 	// Logger; nil means none.
 	Logger *zap.Logger
 }
@@ -64,14 +69,15 @@ type server struct {
 	dialect Dialect
 	seed    uint64
 	created int64 // for /v1/models
+	faults  *Faults
 	log     *zap.Logger
 }
 
 // NewHandler returns the OpenAI-compatible handler: POST /v1/completions,
 // POST /v1/chat/completions, GET /v1/models, GET /health, GET /version,
-// POST /tokenize, the dialect's load endpoints, and GET OwnMetricsPath
+// POST /tokenize, the dialect's load endpoints, GET OwnMetricsPath
 // (enginesim's own Prometheus series, also in a Prometheus dialect's
-// /metrics). Unknown paths get 404 and known paths with another method
+// /metrics), and the fault set's admin call at FaultsPath (GET, PUT, POST). Unknown paths get 404 and known paths with another method
 // 405, each in OpenAI's error shape.
 // It fails when the options are unusable or the collector cannot register.
 func NewHandler(opts ServerOptions) (http.Handler, error) {
@@ -80,7 +86,7 @@ func NewHandler(opts ServerOptions) (http.Handler, error) {
 	}
 	s := &server{
 		engine: opts.Engine, model: opts.Model, dialect: opts.Dialect, seed: opts.Seed,
-		created: time.Now().Unix(), log: opts.Logger,
+		created: time.Now().Unix(), faults: opts.Faults, log: opts.Logger,
 	}
 	if s.model == "" {
 		s.model = DefaultModel
@@ -91,6 +97,9 @@ func NewHandler(opts ServerOptions) (http.Handler, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
+	if s.faults == nil {
+		s.faults, _ = NewFaults(DefaultFaultSet(), opts.Seed) // a valid set: no error
+	}
 	rt := router{}
 	rt.add(http.MethodPost, "/v1/completions", s.generate(false))
 	rt.add(http.MethodPost, "/v1/chat/completions", s.generate(true))
@@ -98,6 +107,7 @@ func NewHandler(opts ServerOptions) (http.Handler, error) {
 	rt.add(http.MethodGet, "/health", s.health)
 	rt.add(http.MethodGet, "/version", s.version)
 	rt.add(http.MethodPost, "/tokenize", s.tokenize)
+	s.addFaultRoutes(rt)
 	if err := s.addLoadRoutes(rt, opts.Registry); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,13 @@ type Stats struct {
 	// transition, not when sampled. It is the engine-wide peak, which the
 	// ranks' own peaks may not add up to.
 	BeforeFirstToken, BeforeFirstTokenMax int
+	// InFlight is the generation requests in flight at the APIs (HTTP
+	// completions and chat completions, gRPC Generate): their handler has
+	// started and has neither returned nor seen its request's context end.
+	// It counts requests the engine refused or has not queued yet, and
+	// answers held back by a fault. InFlightMax is the most at once since
+	// New, exact as BeforeFirstTokenMax is.
+	InFlight, InFlightMax int
 }
 
 // RankStats is a snapshot of one rank, taken under its lock, so its fields
@@ -63,6 +70,8 @@ func (e *Engine) Stats() Stats {
 	}
 	hw := e.beforeFirst.get()
 	out.BeforeFirstToken, out.BeforeFirstTokenMax = hw.n, hw.max
+	fl := e.inFlight.get()
+	out.InFlight, out.InFlightMax = fl.n, fl.max
 	return out
 }
 

@@ -28,6 +28,10 @@ type Config struct {
 	Dialect sim.Dialect
 	// Seed is --seed.
 	Seed uint64
+	// Faults holds --fault-reset-rate, --fault-error-rate,
+	// --fault-stall-rate, --fault-stall, --fault-slow-first-token-rate,
+	// --fault-slow-first-token and --fault-never-end-rate.
+	Faults sim.FaultSet
 	// LogLevel and LogFormat are --log-level and --log-format.
 	LogLevel, LogFormat string
 	// Sources maps each flag name to where its value came from: "flag",
@@ -79,8 +83,21 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 		e.IterationStatsLimit = iterationStatsLimit
 	}
 	c.Seed = seed(v, "seed", r.Seed)
+	c.fillFaults(r, v)
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
+}
+
+// fillFaults reads the fault settings.
+func (c *Config) fillFaults(r *raw, v *flagenv.Checker) {
+	f := &c.Faults
+	f.ResetRate = rate(v, "fault-reset-rate", r.FaultResetRate)
+	f.ErrorRate = rate(v, "fault-error-rate", r.FaultErrorRate)
+	f.StallRate = rate(v, "fault-stall-rate", r.FaultStallRate)
+	f.Stall = v.Duration("fault-stall", r.FaultStall, 0)
+	f.SlowFirstTokenRate = rate(v, "fault-slow-first-token-rate", r.FaultSlowFirstTokenRate)
+	f.SlowFirstToken = v.Duration("fault-slow-first-token", r.FaultSlowFirstToken, 0)
+	f.NeverEndRate = rate(v, "fault-never-end-rate", r.FaultNeverEndRate)
 }
 
 // fillGRPCListen reads --grpc-listen: empty or off is none; an address
@@ -127,5 +144,9 @@ const usageIntro = "Usage: enginesim [flags]\n\n" +
 	"--grpc-listen it also serves vLLM's gRPC Generate, on the same engine.\n" +
 	"GET " + sim.OwnMetricsPath + " serves its own gauges in every metrics dialect, among them\n" +
 	sim.MetricBeforeFirstTokenMax + ": the most requests before their first\n" +
-	"output token at once since start.\n" +
+	"output token at once since start, and " + sim.MetricInFlightMax + ": the most\n" +
+	"generation requests in flight at once.\n" +
+	"The --fault-* settings inject faults into generation requests, for chaos tests: each\n" +
+	"request draws at most one, from --seed. GET " + sim.FaultsPath + " shows them and\n" +
+	"PUT " + sim.FaultsPath + " replaces them at run time, as JSON.\n" +
 	"Each flag may also be set by its environment variable; the flag wins.\n\n"

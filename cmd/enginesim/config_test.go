@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slotgate/slotgate/sim"
 )
@@ -22,6 +23,7 @@ func TestLoadDefaults(t *testing.T) {
 			MaxNumSeqs: 256, NumGPUBlocks: 16384, BlockSize: 16, MaxNumBatchedTokens: 8192,
 			DataParallelSize: 1, MaxModelLen: 8192, SpeedupRatio: 1,
 		},
+		Faults: sim.FaultSet{Stall: 2 * time.Second, SlowFirstToken: 2 * time.Second},
 	}
 	for flagName, src := range c.Sources {
 		if src != "default" {
@@ -39,6 +41,9 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if e.Options() != want.Engine {
 		t.Errorf("sim defaults %+v differ from the flags' %+v", e.Options(), want.Engine)
+	}
+	if sim.DefaultFaultSet() != want.Faults {
+		t.Errorf("sim's default fault set %+v differs from the flags' %+v", sim.DefaultFaultSet(), want.Faults)
 	}
 }
 
@@ -76,6 +81,22 @@ func TestLoadPrecedence(t *testing.T) {
 			"metrics-dialect", func(c Config) any { return c.Engine.IterationStatsLimit }, 1000, "flag"},
 		{"other dialects keep none", nil, map[string]string{"ENGINESIM_METRICS_DIALECT": "sglang"},
 			"metrics-dialect", func(c Config) any { return c.Engine.IterationStatsLimit }, 0, "ENGINESIM_METRICS_DIALECT"},
+		{"reset rate", []string{"--fault-reset-rate", "0.01"}, nil,
+			"fault-reset-rate", func(c Config) any { return c.Faults.ResetRate }, 0.01, "flag"},
+		{"error rate from the environment", nil, map[string]string{"ENGINESIM_FAULT_ERROR_RATE": "1"},
+			"fault-error-rate", func(c Config) any { return c.Faults.ErrorRate }, 1.0, "ENGINESIM_FAULT_ERROR_RATE"},
+		{"stall rate", []string{"--fault-stall-rate=0.5"}, map[string]string{"ENGINESIM_FAULT_STALL_RATE": "0.2"},
+			"fault-stall-rate", func(c Config) any { return c.Faults.StallRate }, 0.5, "flag"},
+		{"stall", nil, map[string]string{"ENGINESIM_FAULT_STALL": "150ms"},
+			"fault-stall", func(c Config) any { return c.Faults.Stall }, 150 * time.Millisecond, "ENGINESIM_FAULT_STALL"},
+		{"slow first token rate", []string{"--fault-slow-first-token-rate", "0"}, nil,
+			"fault-slow-first-token-rate", func(c Config) any { return c.Faults.SlowFirstTokenRate }, 0.0, "flag"},
+		{"slow first token", []string{"--fault-slow-first-token", "1m"}, nil,
+			"fault-slow-first-token", func(c Config) any { return c.Faults.SlowFirstToken }, time.Minute, "flag"},
+		{"never end rate", nil, map[string]string{"ENGINESIM_FAULT_NEVER_END_RATE": "0.001"},
+			"fault-never-end-rate", func(c Config) any { return c.Faults.NeverEndRate }, 0.001, "ENGINESIM_FAULT_NEVER_END_RATE"},
+		{"zero stall", []string{"--fault-stall", "0s"}, nil,
+			"fault-stall", func(c Config) any { return c.Faults.Stall }, time.Duration(0), "flag"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +152,20 @@ func TestLoadProblems(t *testing.T) {
 			[]string{`--seed: must be an integer from 0 through 18446744073709551615, got "-1"`}},
 		{"empty model", []string{"--model", " "}, nil, []string{`--model: must not be empty, got " "`}},
 		{"log level", []string{"--log-level", "loud"}, nil, []string{`--log-level: must be one of debug, info, warn, error, got "loud"`}},
+		{"reset rate above 1", []string{"--fault-reset-rate", "1.5"}, nil,
+			[]string{`--fault-reset-rate: must be a number from 0 through 1, got "1.5"`}},
+		{"negative error rate", nil, map[string]string{"ENGINESIM_FAULT_ERROR_RATE": "-0.1"},
+			[]string{`ENGINESIM_FAULT_ERROR_RATE: must be a number from 0 through 1, got "-0.1"`}},
+		{"stall rate not a number", []string{"--fault-stall-rate", "often"}, nil,
+			[]string{`--fault-stall-rate: must be a number from 0 through 1, got "often"`}},
+		{"NaN rate", []string{"--fault-slow-first-token-rate", "NaN"}, nil,
+			[]string{`--fault-slow-first-token-rate: must be a number from 0 through 1, got "NaN"`}},
+		{"never end rate as a percentage", []string{"--fault-never-end-rate", "5%"}, nil,
+			[]string{`--fault-never-end-rate: must be a number from 0 through 1, got "5%"`}},
+		{"stall not a duration", []string{"--fault-stall", "2"}, nil,
+			[]string{`--fault-stall: must be a duration such as 500ms, 5s or 2m, got "2"`}},
+		{"negative slow first token", nil, map[string]string{"ENGINESIM_FAULT_SLOW_FIRST_TOKEN": "-1s"},
+			[]string{`ENGINESIM_FAULT_SLOW_FIRST_TOKEN: must not be negative, got "-1s"`}},
 		{"every problem at once", []string{"--block-size", "0", "--log-format", "xml"},
 			map[string]string{"ENGINESIM_MAX_MODEL_LEN": "1"}, []string{
 				`--block-size: must be an integer from 1 through 65536, got "0"`,

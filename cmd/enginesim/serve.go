@@ -40,6 +40,7 @@ func serve(cfg Config, log *zap.Logger, signals <-chan os.Signal) int {
 	srv.close() // after a failure, the servers still serving
 	cancel()    // after the servers: requests in flight finished with a live engine
 	wg.Wait()
+	logFinalStats(log, eng.Stats(), srv.faults.Injected())
 	return code
 }
 

@@ -24,19 +24,24 @@ type servers struct {
 	grpc   *grpc.Server // nil without --grpc-listen
 	grpcLn net.Listener
 	svc    *sim.GRPCService
+	faults *sim.Faults // shared by both servers
 }
 
 // newServers builds the servers and opens their listeners; on failure it
 // closes what it opened.
 func newServers(cfg Config, eng *sim.Engine, log *zap.Logger) (*servers, error) {
+	faults, err := sim.NewFaults(cfg.Faults, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
 	h, err := sim.NewHandler(sim.ServerOptions{
-		Engine: eng, Model: cfg.Model, Dialect: cfg.Dialect, Seed: cfg.Seed,
+		Engine: eng, Model: cfg.Model, Dialect: cfg.Dialect, Seed: cfg.Seed, Faults: faults,
 		Registry: prometheus.NewRegistry(), Logger: log.Named("server"),
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &servers{http: &http.Server{
+	s := &servers{faults: faults, http: &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 30 * time.Second,
 		MaxHeaderBytes:    1 << 20,
@@ -48,7 +53,7 @@ func newServers(cfg Config, eng *sim.Engine, log *zap.Logger) (*servers, error) 
 	if cfg.GRPCListen == "" {
 		return s, nil
 	}
-	if s.svc, err = sim.NewGRPCService(sim.GRPCOptions{Engine: eng, Seed: cfg.Seed, Logger: log.Named("grpc")}); err != nil {
+	if s.svc, err = sim.NewGRPCService(sim.GRPCOptions{Engine: eng, Seed: cfg.Seed, Faults: s.faults, Logger: log.Named("grpc")}); err != nil {
 		s.httpLn.Close()
 		return nil, err
 	}
@@ -100,10 +105,12 @@ func (s *servers) start(wg *sync.WaitGroup) <-chan error {
 
 // shutdown stops the servers gracefully and at once: they take no new
 // connections or calls, and those in flight finish; gRPC health reports
-// NOT_SERVING and its Watch streams end first, as they never would. When
+// NOT_SERVING and its Watch streams end first, as they never would, and
+// so do the injected faults' waits (stalls, never-ending answers). When
 // ctx ends first, the gRPC server is stopped; the HTTP server is the
 // caller's to close. It returns when both have stopped.
 func (s *servers) shutdown(ctx context.Context) error {
+	s.faults.Shutdown() // stalls and never-ending answers end, or they would hold the shutdown up
 	errs := make(chan error, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() { errs <- s.http.Shutdown(ctx) })
