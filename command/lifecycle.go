@@ -147,8 +147,8 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 			a.log.Error("shutdown timeout: cutting requests still running",
 				zap.Int("holding", s.Holding), zap.Int("waiting", s.Waiting))
 			return exitFailed, false
-		case <-signals:
-			a.log.Warn("second signal: exiting now")
+		case sig := <-signals:
+			a.log.Warn("second signal: exiting now", zap.String("signal", sig.String()))
 			return exitFailed, true
 		}
 	}
@@ -160,8 +160,8 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 			a.log.Error("shutdown timeout: cutting connections still open", zap.Error(err))
 			return exitFailed, false
 		}
-	case <-signals:
-		a.log.Warn("second signal: exiting now")
+	case sig := <-signals:
+		a.log.Warn("second signal: exiting now", zap.String("signal", sig.String()))
 		return exitFailed, true
 	}
 	// The calls that took a slot ended above, and the streams that take

@@ -20,7 +20,7 @@ type raw struct {
 	GRPCListen                string `flag:"grpc-listen" env:"SLOTGATE_GRPC_LISTEN" usage:"a port of its own for gRPC calls, beside the proxy port, which takes them too; unset or off: none"`
 	GRPCMaxMessageBytes       string `flag:"grpc-max-message-bytes" env:"SLOTGATE_GRPC_MAX_MESSAGE_BYTES" envDefault:"67108864" usage:"largest gRPC message either way; a larger one ends its call with RESOURCE_EXHAUSTED"`
 	AdminListen               string `flag:"admin-listen" env:"SLOTGATE_ADMIN_LISTEN" envDefault:":9090" usage:"admin address: /metrics, /livez, /readyz, POST /drain; never the proxy port"`
-	EngineHealthPath          string `flag:"engine-health-path" env:"SLOTGATE_ENGINE_HEALTH_PATH" envDefault:"/health" usage:"engine path polled every second for /readyz"`
+	EngineHealthPath          string `flag:"engine-health-path" env:"SLOTGATE_ENGINE_HEALTH_PATH" envDefault:"/health" usage:"engine path polled for /readyz: every second while ready, every 200ms while not"`
 	PassthroughPaths          string `flag:"passthrough-paths" env:"SLOTGATE_PASSTHROUGH_PATHS" envDefault:"/health,/v1/models,/metrics,/version" usage:"comma-separated engine paths proxied without taking a slot"`
 	MaxRequestBody            string `flag:"max-request-body-bytes" env:"SLOTGATE_MAX_REQUEST_BODY_BYTES" envDefault:"33554432" usage:"largest request body accepted; larger ones get 413"`
 	MaxBufferedBody           string `flag:"max-buffered-body-bytes" env:"SLOTGATE_MAX_BUFFERED_BODY_BYTES" envDefault:"268435456" usage:"memory for the bodies of queued requests, all together; a queued request whose body does not fit waits without its body read, never refused for it; 0: no queued body is read"`

@@ -4,8 +4,9 @@
 //
 // Invariants:
 //
-//   - One poll at a time, every Interval, each bounded by Timeout; Run owns
-//     the loop and returns when its context ends.
+//   - One poll at a time, every Interval while the engine is ready and
+//     every RetryInterval (shorter) while it is not, each bounded by
+//     Timeout; Run owns the loop and returns when its context ends.
 //   - Ready is true only when the latest poll answered 200 and it is no
 //     older than three intervals: a hung engine turns unready on its own.
 //   - Only a 200 from the URL itself means ready: a redirect is never

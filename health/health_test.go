@@ -412,10 +412,11 @@ func TestStateChangesLoggedOnce(t *testing.T) {
 		core, logs := observer.New(zapcore.DebugLevel)
 		f := newFakeEngine(http.StatusServiceUnavailable)
 		p := newProber(t, health.Options{
-			URL:      "http://engine.test/health",
-			Interval: every,
-			Client:   f.client(),
-			Logger:   zap.New(core),
+			URL:           "http://engine.test/health",
+			Interval:      every,
+			RetryInterval: every, // one poll per interval, failing or not
+			Client:        f.client(),
+			Logger:        zap.New(core),
 		})
 		stop := runInBubble(t, p)
 
@@ -462,6 +463,54 @@ func TestStateChangesLoggedOnce(t *testing.T) {
 		}
 		if n := logs.Len(); n != 3 {
 			t.Errorf("%d log entries for three state changes, want 3: %v", n, logs.All())
+		}
+		stop()
+	})
+}
+
+// TestRetriesFasterWhileNotReady: with the default intervals, a failing
+// engine is polled every 200 ms, so that readiness comes back within
+// 200 ms of the engine; a ready one every second.
+func TestRetriesFasterWhileNotReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeEngine(http.StatusServiceUnavailable)
+		p := newProber(t, health.Options{URL: "http://engine.test/health", Client: f.client()})
+		stop := runInBubble(t, p)
+		// Failing: polls at 0, 0.2, ... 1.0s.
+		time.Sleep(time.Second + 100*time.Millisecond)
+		synctest.Wait()
+		if got := f.polls.Load(); got != 6 {
+			t.Errorf("%d polls in 1.1s while failing, want 6 (every 200ms)", got)
+		}
+		// Back at 1.1s: the poll at 1.2s sees it.
+		f.status.Store(http.StatusOK)
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if err := p.Ready(); err != nil {
+			t.Errorf("Ready 100ms after the engine came back, past a retry = %v, want nil", err)
+		}
+		// Ready: the next polls at 2.2s and 3.2s.
+		before := f.polls.Load()
+		time.Sleep(2*time.Second + 100*time.Millisecond) // to 3.3s
+		synctest.Wait()
+		if got := f.polls.Load() - before; got != 2 {
+			t.Errorf("%d polls in 2.1s while ready, want 2 (every second)", got)
+		}
+		stop()
+	})
+}
+
+func TestRetryIntervalCappedAtInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeEngine(http.StatusServiceUnavailable)
+		p := newProber(t, health.Options{
+			URL: "http://engine.test/health", Interval: time.Second, RetryInterval: time.Hour, Client: f.client(),
+		})
+		stop := runInBubble(t, p)
+		time.Sleep(2*time.Second + 500*time.Millisecond)
+		synctest.Wait()
+		if got := f.polls.Load(); got != 3 {
+			t.Errorf("%d polls in 2.5s with RetryInterval over Interval, want 3 (every Interval)", got)
 		}
 		stop()
 	})

@@ -16,8 +16,14 @@ import (
 type Options struct {
 	// URL is polled with GET; a 200 answer means ready. Required.
 	URL string
-	// Interval between polls; 0 means one second.
+	// Interval between polls while the engine is ready; 0 means one
+	// second.
 	Interval time.Duration
+	// RetryInterval between polls while it is not ready (before its first
+	// 200, and after a failed poll), so that readiness comes back soon
+	// after the engine does; 0 means a fifth of Interval (200 ms for the
+	// default). It is never more than Interval.
+	RetryInterval time.Duration
 	// Timeout of one poll; 0 means the interval.
 	Timeout time.Duration
 	// Client makes the polls (slotgate passes engine.Client.HTTPClient);
@@ -32,6 +38,7 @@ type Options struct {
 type Prober struct {
 	url      string
 	interval time.Duration
+	retry    time.Duration
 	timeout  time.Duration
 	client   *http.Client
 	log      *zap.Logger
@@ -51,10 +58,14 @@ func New(opts Options) (*Prober, error) {
 	if opts.URL == "" {
 		return nil, errors.New("health: a URL is required")
 	}
-	p := &Prober{url: opts.URL, interval: opts.Interval, timeout: opts.Timeout, log: opts.Logger}
+	p := &Prober{url: opts.URL, interval: opts.Interval, retry: opts.RetryInterval, timeout: opts.Timeout, log: opts.Logger}
 	if p.interval <= 0 {
 		p.interval = time.Second
 	}
+	if p.retry <= 0 {
+		p.retry = p.interval / 5
+	}
+	p.retry = min(p.retry, p.interval)
 	if p.timeout <= 0 {
 		p.timeout = p.interval
 	}
@@ -83,10 +94,12 @@ func pollClient(given *http.Client) (c *http.Client, own bool) {
 // answer, only a 200 from the path itself means ready.
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Run polls until ctx ends, the first time at once. It always returns nil
+// Run polls until ctx ends, the first time at once, then every Interval
+// while the engine is ready and every RetryInterval while it is not; each
+// wait counts from the start of the poll before. It always returns nil
 // once ctx ends: a failing engine is a state, not an error.
 func (p *Prober) Run(ctx context.Context) error {
-	t := time.NewTicker(p.interval)
+	t := time.NewTimer(p.interval) // reset after each poll
 	defer t.Stop()
 	if p.ownClient {
 		// Leave no keep-alive connection (and its goroutines) behind: the
@@ -94,11 +107,20 @@ func (p *Prober) Run(ctx context.Context) error {
 		defer p.client.CloseIdleConnections()
 	}
 	for {
+		start := time.Now()
 		err := p.poll(ctx)
 		if ctx.Err() != nil {
 			return nil // a poll cut short by shutdown says nothing about the engine
 		}
 		p.record(err)
+		next := p.interval
+		if err != nil {
+			// Poll faster while unready: a restarted engine is back in
+			// /readyz (and so in the endpoints) within RetryInterval, not a
+			// whole Interval later.
+			next = p.retry
+		}
+		t.Reset(max(0, next-time.Since(start)))
 		select {
 		case <-ctx.Done():
 			return nil
