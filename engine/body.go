@@ -39,7 +39,11 @@ func (b *answerBody) Close() error {
 	}
 	err := b.ReadCloser.Close() // at its end: nothing left to read
 	// stop fails when the context has ended and the deadline was cut.
-	if b.stop() && err == nil {
+	// Bytes already read past the answer's end (an engine that sent more
+	// than its Content-Length said) would be read as the next request's
+	// answer: such a connection is closed, as net/http's Transport closes
+	// one that speaks while idle.
+	if b.stop() && err == nil && b.ec.br.Buffered() == 0 {
 		b.pool.put(b.ec)
 		return nil
 	}

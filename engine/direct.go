@@ -93,7 +93,11 @@ func (d *direct) exchange(req *http.Request, ec *conn) (*http.Response, error) {
 		stop()
 		return nil, err
 	}
-	resp.Body = &answerBody{ReadCloser: resp.Body, pool: &d.pool, ec: ec, stop: stop, keep: !resp.Close}
+	// The hand-written path never asks for an upgrade: a 101 is an engine
+	// that switched protocols unasked, and its connection is not HTTP's
+	// any more.
+	keep := !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	resp.Body = &answerBody{ReadCloser: resp.Body, pool: &d.pool, ec: ec, stop: stop, keep: keep}
 	return resp, nil
 }
 

@@ -51,3 +51,40 @@ func FuzzParseTRTLLM(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSGLangInfo feeds any body to both readers of SGLang's page size
+// (GET /server_info's JSON, and GET /metrics's text): neither panics, and
+// a value either gives is known only when positive; the metrics never
+// give MaxPrefillTokens.
+func FuzzParseSGLangInfo(f *testing.F) {
+	f.Add(readFile(f, "sglang_server_info.json"))
+	f.Add([]byte(`{"page_size":0,"max_prefill_tokens":-1}`))
+	f.Add([]byte(`{"page_size":9223372036854775808}`))
+	f.Add([]byte(`{"page_size":null,"max_prefill_tokens":1.5}`))
+	f.Add([]byte("# TYPE sglang:page_size gauge\nsglang:page_size 64\n"))
+	f.Add([]byte("sglang:page_size NaN\nsglang:page_size 1e300\nsglang:cache_config_info{page_size=\"-3\"} 1\n"))
+	f.Add([]byte("sglang:cache_config_info{page_size=\"9223372036854775807\"} 1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		check := func(what string, info scrape.SGLangInfo) {
+			t.Helper()
+			for _, v := range []struct {
+				name string
+				n    int64
+				ok   bool
+			}{{"PageSize", info.PageSize.N, info.PageSize.Known()}, {"MaxPrefillTokens", info.MaxPrefillTokens.N, info.MaxPrefillTokens.Known()}} {
+				if v.ok && v.n <= 0 {
+					t.Fatalf("%s: %s = %d, known", what, v.name, v.n)
+				}
+			}
+		}
+		if info, err := scrape.ParseSGLangServerInfo(bytes.NewReader(data)); err == nil {
+			check("server info", info)
+		}
+		if info, err := scrape.ParseSGLangMetrics(bytes.NewReader(data)); err == nil {
+			check("metrics", info)
+			if info.MaxPrefillTokens.Known() {
+				t.Fatalf("metrics gave MaxPrefillTokens %d", info.MaxPrefillTokens.N)
+			}
+		}
+	})
+}
