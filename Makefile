@@ -14,7 +14,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ENGINE_URL  ?= http://127.0.0.1:8000
 LIMIT       ?= 8
 
-.PHONY: help build build-all demo run run-proxy test fmt-check vet lint bench tidy-check clean
+.PHONY: help build build-all demo run run-proxy test fuzz-smoke fuzz soak fmt-check vet lint bench tidy-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,8 +34,17 @@ run: build-all ## slotgate on :8080 (admin :9090) in front of enginesim, until C
 run-proxy: build ## slotgate in front of a real engine at ENGINE_URL with LIMIT engine slots
 	$(BIN)/slotgate --engine-url $(ENGINE_URL) --engine-request-limit $(LIMIT) --log-format console
 
-test: fmt-check vet lint tidy-check ## gofmt check, go vet, staticcheck, the tidy check, and every test with the race detector
+test: fmt-check vet lint tidy-check ## gofmt check, go vet, staticcheck, the tidy check, every test with the race detector (the 2-minute soak included), and each fuzz target for 2 s
 	$(GO) test -race -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz-smoke
+
+# Two targets at a time with one worker each: go test's start-up is most of
+# a short run, and two overlap it on 2 cores.
+fuzz-smoke: ## each fuzz target for FUZZTIME (2s), two at a time, without minimizing
+	FUZZTIME=$${FUZZTIME:-2s} FUZZJOBS=$${FUZZJOBS:-2} GO=$(GO) scripts/fuzz smoke
+
+fuzz: ## each fuzz target for FUZZTIME (60s), minimizing a crasher for at most 10 s; a crasher is a regression test to commit
+	FUZZTIME=$${FUZZTIME:-60s} GO=$(GO) scripts/fuzz long
 
 # fmt-check reads the Go files git knows of or would add (new ones too,
 # ignored ones not) that exist in the working tree; outside git, all.
