@@ -17,6 +17,9 @@ type conn struct {
 	idle time.Time   // when it went back to the pool
 	read headCounter // under br: what the engine sent for this request
 	br   *bufio.Reader
+	// wrote is set once the current request was written whole: from
+	// then on the engine may have it.
+	wrote bool
 }
 
 func newConn(c net.Conn) *conn {
@@ -29,13 +32,16 @@ func newConn(c net.Conn) *conn {
 // send writes req and reads the head of its final answer, failing once
 // the heads read, interim ones included, pass maxHead bytes.
 func (ec *conn) send(req *http.Request, maxHead int64) (*http.Response, error) {
-	// Count from the write on: a write that fails has read nothing of an
-	// answer, which makes the request safe to send again (staleConn).
+	// Count from the write on: what was read of an answer, and whether
+	// the request went out whole, say whether it may be sent again
+	// (staleConn).
 	ec.read.start(maxHead)
 	defer ec.read.unlimit()
+	ec.wrote = false
 	if err := ec.write(req); err != nil {
 		return nil, fmt.Errorf("write engine request: %w", err)
 	}
+	ec.wrote = true
 	for {
 		resp, err := http.ReadResponse(ec.br, req)
 		if err != nil {

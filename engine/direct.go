@@ -48,8 +48,9 @@ func (d *direct) takes(req *http.Request, body []byte) bool {
 
 func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
 	out := *req // the caller's request is not changed
+	replayable := replayable(req)
 	for attempt := 0; ; attempt++ {
-		ec, reused, err := d.get(req.Context())
+		ec, reused, err := d.get(req.Context(), !replayable)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +63,7 @@ func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, erro
 		if err := req.Context().Err(); err != nil {
 			return nil, err
 		}
-		if !reused || attempt > 0 || !staleConn(err, ec) {
+		if !reused || attempt > 0 || !staleConn(err, ec, replayable) {
 			return nil, err
 		}
 		// The engine closed the idle connection as the request went out,
@@ -70,11 +71,28 @@ func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, erro
 	}
 }
 
+// replayable reports whether req may be sent again after the engine may
+// have read it, by net/http's Transport's rule: its method is idempotent,
+// or it carries an idempotency key. A generation (POST) is not: an engine
+// that read it and then broke the connection may have begun it, and a
+// second copy would run beside the first, past slotgate's cap.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != "" || req.Header.Get("X-Idempotency-Key") != ""
+}
+
 // staleConn reports whether err on a reused connection means the engine
-// had closed it while idle: the write failed, or the read ended before a
-// single byte of answer.
-func staleConn(err error, ec *conn) bool {
-	if ec.read.n > 0 {
+// had closed it while idle: the write failed; or, for a replayable
+// request, the read ended before a single byte of answer. A request that
+// is not replayable is sent only on a connection just checked open (get).
+func staleConn(err error, ec *conn, replayable bool) bool {
+	if !ec.wrote {
+		return true
+	}
+	if !replayable || ec.read.n > 0 {
 		return false
 	}
 	// http.ReadResponse reports an end before the status line as
@@ -102,14 +120,16 @@ func (d *direct) exchange(req *http.Request, ec *conn) (*http.Response, error) {
 }
 
 // get takes an idle connection the engine has not closed, or dials a new
-// one.
-func (d *direct) get(ctx context.Context) (ec *conn, reused bool, err error) {
+// one. peek checks every pooled connection for a close by the engine,
+// for a request that cannot be sent again.
+func (d *direct) get(ctx context.Context, peek bool) (ec *conn, reused bool, err error) {
 	for ec = d.pool.take(); ec != nil; ec = d.pool.take() {
 		// Engines close idle connections after seconds (uvicorn, under
 		// vLLM and SGLang, after 5 s), so a connection idle for less
-		// than peekAfter is taken as open without a system call; one the
-		// engine closed anyway is caught by the stale-connection retry.
-		if time.Since(ec.idle) < peekAfter || !PeerClosed(ec.c) {
+		// than peekAfter is taken as open without a system call, unless
+		// peek asks for one; one the engine closed anyway is caught by
+		// the stale-connection retry.
+		if !peek && time.Since(ec.idle) < peekAfter || !PeerClosed(ec.c) {
 			return ec, true, nil
 		}
 		_ = ec.c.Close() // the engine's keep-alive timeout passed

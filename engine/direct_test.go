@@ -54,11 +54,15 @@ func TestDoEngineClosesAfterEachAnswer(t *testing.T) {
 }
 
 // TestDoRetriesStaleConnectionOnce: when the engine closes a kept-alive
-// connection just as a request arrives on it, answering nothing, the
-// request is sent once more, with its whole body, on a new connection; an
-// engine that breaks a new connection fails the request, with no second
-// try.
+// connection just as a replayable request (here a POST with an
+// idempotency key) arrives on it, answering nothing, the request is sent
+// once more, with its whole body, on a new connection; an engine that
+// breaks a new connection fails the request, with no second try.
 func TestDoRetriesStaleConnectionOnce(t *testing.T) {
+	key := http.Header{"Idempotency-Key": {"k"}}
+	post := func(ctx context.Context, c *engine.Client, u *url.URL, body string) result {
+		return postWith(ctx, c, u, body, key)
+	}
 	eng := newRawEngine(t, func(w *bufio.Writer, n int, _ *http.Request) bool {
 		if n == 2 {
 			return false // the second request on any connection: closed unanswered
@@ -87,6 +91,30 @@ func TestDoRetriesStaleConnectionOnce(t *testing.T) {
 	}
 	if n := broken.requests.Load(); n != 1 {
 		t.Errorf("the broken engine got the request %d times, want 1 (no retry on a new connection)", n)
+	}
+}
+
+// TestDoGenerationNotResent: a generation (a POST without an idempotency
+// key) that the engine read and then dropped, answering nothing, is never
+// sent again: the engine may have begun it, and a second copy would run
+// beside the first, past slotgate's cap.
+func TestDoGenerationNotResent(t *testing.T) {
+	eng := newRawEngine(t, func(w *bufio.Writer, n int, _ *http.Request) bool {
+		if n == 2 {
+			return false // read, then dropped unanswered
+		}
+		ok200(w, "{}")
+		return true
+	})
+	c := newClient(t, engine.Options{URL: eng.url()})
+	if r := post(t.Context(), c, eng.url(), "{}"); r.err != nil || r.status != http.StatusOK {
+		t.Fatalf("first request: %d %v", r.status, r.err)
+	}
+	if r := post(t.Context(), c, eng.url(), "{}"); r.err == nil {
+		t.Errorf("a dropped generation: status %d, want an error", r.status)
+	}
+	if n := eng.requests.Load(); n != 2 {
+		t.Errorf("engine got %d requests, want 2: a generation it read is never resent", n)
 	}
 }
 

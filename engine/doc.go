@@ -18,9 +18,15 @@
 //     stream.
 //   - On the hand-written path, a request is sent again at most once, and
 //     only when a connection taken from the pool failed before a single
-//     byte of answer (the engine closed it while it was idle). A request
-//     the engine began to answer is never resent. net/http's path follows
-//     net/http's own rules, which are as strict.
+//     byte of answer (the engine closed it while it was idle): when its
+//     write failed, or, for a replayable request (GET, HEAD, OPTIONS,
+//     TRACE, or one with an idempotency key, net/http's rule), when the
+//     answer ended before its first byte. A generation (a POST) the engine
+//     may have read is never resent: a second copy would run beside the
+//     first, past the cap. So that an idle close does not fail one, such a
+//     request takes a pooled connection only after a look at its socket.
+//     A request the engine began to answer is never resent. net/http's
+//     path follows net/http's own rules, which are as strict.
 //   - The end of a request's context cuts its connection's reads and writes
 //     short until the answer is closed.
 //   - No environment proxy, on either path: the engine is beside slotgate.

@@ -274,7 +274,10 @@ func FuzzDo(f *testing.F) {
 			mu.Unlock()
 		}
 
-		second := fuzzExchange(t, c, e.url(), http.MethodPost, false, bound)
+		// A GET: a POST on a connection the engine closed as the answer
+		// ended, before the close arrived, fails by design (a generation
+		// the engine may have read is never resent).
+		second := fuzzExchange(t, c, e.url(), http.MethodGet, false, bound)
 		if second.err != nil || second.status != http.StatusOK || string(second.body) != "good" {
 			t.Fatalf("after a first exchange of %d %q %v: the next request got %d %q %v, want 200 \"good\"",
 				first.status, first.body, first.err, second.status, second.body, second.err)

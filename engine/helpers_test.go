@@ -143,6 +143,19 @@ func post(ctx context.Context, c *engine.Client, u *url.URL, body string) result
 	return read(c.Do(req, []byte(body)))
 }
 
+// postWith sends body to u with the given headers.
+func postWith(ctx context.Context, c *engine.Client, u *url.URL, body string, header http.Header) result {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.JoinPath("/v1/completions").String(),
+		bytes.NewReader([]byte(body)))
+	if err != nil {
+		return result{err: err}
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	return read(c.Do(req, []byte(body)))
+}
+
 // postStreamed sends body to u as a stream of unknown length, which takes
 // net/http's path.
 func postStreamed(ctx context.Context, c *engine.Client, u *url.URL, body string) result {

@@ -106,22 +106,25 @@ func TestWithPort(t *testing.T) {
 
 // TestPeekOnlyAfterASecondIdle: a pooled connection idle for less than
 // peekAfter is taken without a look at its socket, even one the engine
-// closed (the stale-connection retry covers that); one idle for longer is
-// peeked at, and dropped when the engine closed it.
+// closed (the stale-connection retry covers that), unless the request
+// cannot be sent again (peek); one idle for longer is peeked at, and
+// dropped when the engine closed it.
 func TestPeekOnlyAfterASecondIdle(t *testing.T) {
 	tests := []struct {
 		name       string
 		idleFor    time.Duration
+		peek       bool
 		wantReused bool
 	}{
 		{name: "idle briefly: taken unchecked", idleFor: 0, wantReused: true},
+		{name: "idle briefly, not replayable: peeked and dropped", idleFor: 0, peek: true, wantReused: false},
 		{name: "idle past peekAfter: peeked and dropped", idleFor: 2 * peekAfter, wantReused: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ln := closingListener(t) // the engine closes every connection at once
 			c := newTestClient(t, ln.Addr().String())
-			ec, reused, err := c.direct.get(t.Context())
+			ec, reused, err := c.direct.get(t.Context(), false)
 			if err != nil || reused {
 				t.Fatalf("first get: reused %v, %v; want a new connection", reused, err)
 			}
@@ -132,7 +135,7 @@ func TestPeekOnlyAfterASecondIdle(t *testing.T) {
 			}
 			c.direct.pool.put(ec)
 			ec.idle = time.Now().Add(-tc.idleFor)
-			got, reused, err := c.direct.get(t.Context())
+			got, reused, err := c.direct.get(t.Context(), tc.peek)
 			if err != nil {
 				t.Fatal(err)
 			}
