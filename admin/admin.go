@@ -23,6 +23,11 @@ type Options struct {
 	// off by default: a CPU profile costs the proxy while it runs, and the
 	// admin port is reachable by whatever scrapes the metrics.
 	Profiling bool
+	// Token, when set, must be carried by every request but a GET or a
+	// HEAD (POST /drain, POST /limits, POST /busy_threshold, and any route
+	// added later): the others answer 401 without reaching their handler.
+	// nil leaves the port open, for a pod-local address.
+	Token *Token
 }
 
 // NewHandler returns the admin port's handler.
@@ -52,6 +57,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 		opts.Drain()
 		writeText(w, http.StatusAccepted, "draining")
 	})
+	if opts.Token != nil {
+		return requireToken(mux, opts.Token), nil
+	}
 	return mux, nil
 }
 

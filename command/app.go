@@ -108,17 +108,46 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if a.grpc, err = newGRPCParts(cfg, deps, log); err != nil {
 		return nil, err
 	}
+	token, err := newAdminToken(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	adminHandler, err := admin.NewHandler(admin.Options{
 		Metrics: metrics.Handler(reg), Ready: a.ready, Drain: a.drain.start, Routes: a.adminRoutes(),
-		Profiling: cfg.EnableProfiling,
+		Profiling: cfg.EnableProfiling, Token: token,
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.proxyServer = newProxyServer(protocolMux{http: p, grpc: a.grpc.srv}, log)
+	a.proxyServer = newProxyServer(proxy.Strict(protocolMux{http: p, grpc: a.grpc.srv}), cfg.RequestHeaderTimeout, log)
 	a.adminServer = newAdminServer(adminHandler, log)
 	return a, nil
 }
+
+// newAdminToken reads --admin-token-file, which the admin port's mutating
+// calls then need, and logs whether they do (never the token). A file that
+// cannot be read, or is empty, refuses the configuration.
+func newAdminToken(cfg config.Config, log *zap.Logger) (*admin.Token, error) {
+	if cfg.AdminTokenFile == "" {
+		log.Info("admin auth off: mutating admin calls need no token; keep the admin port on a pod-local address",
+			zap.String("admin_listen", cfg.AdminListen))
+		return nil, nil
+	}
+	token, err := admin.NewToken(cfg.AdminTokenFile, log.Named("admin"))
+	if err != nil {
+		return nil, configError{fmt.Errorf("%s: %w", flagName(cfg, "admin-token-file"), err)}
+	}
+	log.Info("admin auth on: mutating admin calls need the bearer token", zap.String("admin_token_file", cfg.AdminTokenFile))
+	return token, nil
+}
+
+// configError is a setting refused once it is used, such as a file that
+// cannot be read: Run reports it as it reports a bad flag, with exit
+// status 2.
+type configError struct{ err error }
+
+func (e configError) Error() string { return e.err.Error() }
+func (e configError) Unwrap() error { return e.err }
 
 // newGate builds the admission every protocol goes through.
 func newGate(cfg config.Config, lims *gate.Limiters, pol *policy.Config, lp *loadParts, m *metrics.Metrics, log *zap.Logger) (*gate.Gate, error) {
@@ -169,16 +198,17 @@ func (a *app) ready() error {
 }
 
 // newProxyServer serves the proxy over HTTP/1.1 and cleartext HTTP/2. It
-// has a header timeout but no read or write timeout: a stream may last as
-// long as a generation does.
-func newProxyServer(h http.Handler, log *zap.Logger) *http.Server {
+// has a header timeout (--request-header-timeout) but no read or write
+// timeout: a stream may last as long as a generation does, and the body's
+// own deadline is the proxy's (--request-body-timeout).
+func newProxyServer(h http.Handler, headerTimeout time.Duration, log *zap.Logger) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	return &http.Server{
 		Handler:           h,
 		Protocols:         &protocols,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       5 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 		ConnContext:       proxy.ConnContext, // lets the proxy see a departed client at once

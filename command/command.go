@@ -78,7 +78,12 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 	}
 	defer func() { _ = stopAccess() }()
 	a, err := newApp(cfg, opts, pol, log, access)
-	if err != nil {
+	var refused configError
+	switch {
+	case errors.As(err, &refused):
+		flagenv.Report(stderr, "slotgate", err)
+		return 2
+	case err != nil:
 		log.Error("start-up failed", zap.Error(err))
 		return 1
 	}

@@ -56,6 +56,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Strings("passthrough_paths", c.PassthroughPaths),
 		zap.Int64("max_request_body_bytes", c.MaxRequestBodyBytes),
 		zap.Int64("max_buffered_body_bytes", c.MaxBufferedBodyBytes),
+		zap.Duration("request_header_timeout", c.RequestHeaderTimeout),
 		zap.Duration("request_body_timeout", c.RequestBodyTimeout),
 		zap.Duration("retry_after", c.RetryAfter),
 		zap.Duration("shutdown_timeout", c.ShutdownTimeout), zap.Duration("drain_delay", c.DrainDelay),

@@ -89,6 +89,10 @@ type Config struct {
 	// SLOTGATE_MAX_BUFFERED_BODY_BYTES, 256 MiB). A queued request whose
 	// body would not fit waits with its body unread; 0 reads none.
 	MaxBufferedBodyBytes int64
+	// RequestHeaderTimeout bounds how long a request's headers may take to
+	// arrive on the proxy port (--request-header-timeout,
+	// SLOTGATE_REQUEST_HEADER_TIMEOUT, 30s); zero is no limit.
+	RequestHeaderTimeout time.Duration
 	// RequestBodyTimeout bounds how long a request's body may take to
 	// arrive, from its headers (--request-body-timeout,
 	// SLOTGATE_REQUEST_BODY_TIMEOUT, 60s); zero is no limit.
@@ -207,6 +211,7 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.PassthroughPaths = paths(v, "passthrough-paths", r.PassthroughPaths)
 	c.MaxRequestBodyBytes = int64(intAtLeast(v, "max-request-body-bytes", r.MaxRequestBody, 1))
 	c.MaxBufferedBodyBytes = int64(intAtLeast(v, "max-buffered-body-bytes", r.MaxBufferedBody, 0))
+	c.RequestHeaderTimeout = v.Duration("request-header-timeout", r.RequestHeaderTimeout, 0)
 	c.RequestBodyTimeout = v.Duration("request-body-timeout", r.RequestBodyTimeout, 0)
 	c.RetryAfter = v.Duration("retry-after", r.RetryAfter, 0)
 	if c.RetryAfter%time.Second != 0 {

@@ -1,0 +1,512 @@
+package command
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// strictListener makes the proxy port refuse, with 400 and OpenAI's error
+// shape, the HTTP/1.x request heads whose framing a server and a proxy in
+// front of it may read differently (request smuggling), before net/http
+// parses them. Go 1.26's server, left to itself:
+//
+//   - accepts Content-Length beside "Transfer-Encoding: chunked": it drops
+//     the Content-Length (transfer.go fixLength), so a handler cannot tell;
+//   - accepts several Content-Length lines of one value, merged into one;
+//   - accepts a bare LF as a line ending in the head and in a chunked
+//     body's trailer (textproto reads lines with bufio.Reader.ReadLine);
+//   - accepts obsolete line folding, a header line that begins with a space
+//     or tab, joined to the previous value (textproto.readContinuedLineSlice);
+//   - ignores and deletes Transfer-Encoding on an HTTP/1.0 request (issue
+//     12785), whose body then is empty: a chunked body that follows becomes
+//     the next request on a keep-alive connection;
+//   - answers 501, not 400, to a Transfer-Encoding other than "chunked";
+//   - refuses different Content-Length values (400, plain text) and a bare
+//     LF inside a chunked body's size lines, as wanted.
+//
+// So a handler cannot make these checks: a listener must, on the raw bytes.
+// Each connection frames its requests as net/http will (request line,
+// header lines, then a body of Content-Length bytes or chunks), holding a
+// head's header lines back until the head is whole and checked, and
+// passing bodies through as they come. The request line goes through as
+// soon as it is whole, so that net/http starts its header timeout when a
+// head begins, as it does on its own. A refused head is answered on the
+// connection, which is then closed; net/http sees a read error and closes
+// it without a word. A chunked body that breaks the rules (bare LF in its
+// trailer, obsolete folding there) fails its read, which the proxy answers
+// as a body that could not be read.
+//
+// A connection that opens with HTTP/2's preface (h2c with prior
+// knowledge, gRPC) is passed through: HTTP/2 frames its own messages. So is
+// one after a "101 Switching Protocols" (WebSocket): the connection of an
+// upgrade request that is not switched is closed after its answer, since
+// what follows cannot be framed. An upgrade request with a body is
+// refused; an Upgrade of h2c alone is not an upgrade here (proxy.Strict
+// ignores it).
+type strictListener struct {
+	net.Listener
+	maxHead int // the most bytes a head may take, request line included
+}
+
+func newStrictListener(ln net.Listener, maxHeaderBytes int) net.Listener {
+	// net/http reads up to MaxHeaderBytes plus 4096 bytes of slack.
+	return strictListener{Listener: ln, maxHead: maxHeaderBytes + 4096}
+}
+
+func (l strictListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &strictConn{Conn: c, maxHead: l.maxHead}, nil
+}
+
+// stage is where a connection's framing stands.
+type stage int
+
+const (
+	stPreface   stage = iota // the first bytes: HTTP/2's preface or a head
+	stHead                   // a request head
+	stBody                   // left bytes of a Content-Length body
+	stChunkSize              // a chunk-size line
+	stChunkData              // left bytes of a chunk
+	stChunkEnd               // the CRLF after a chunk
+	stTrailer                // trailer lines, up to an empty one
+	stUpgrade                // after an upgrade request, until its answer
+	stPass                   // not HTTP/1.x framing: everything passes
+	stDead                   // refused: every read fails
+)
+
+// errRefused fails the reads of a refused connection: a *net.OpError of
+// "read", which net/http takes for a client gone and answers nothing.
+var errRefused = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("request refused by slotgate's strict framing")}
+
+var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+
+// strictConn frames one connection's requests. Reads are never concurrent
+// (net/http's background read and its request reads take turns), but a
+// write (the answer to an upgrade) may come from another goroutine: mu
+// guards the stage for it.
+type strictConn struct {
+	net.Conn
+	maxHead int
+
+	in    []byte // read from the socket and not yet given to net/http
+	ready int    // in[:ready] is checked and may be given
+	scan  int    // in[:scan] is framed
+	left  int64  // bytes left of a body or a chunk
+	head  head   // the head being read
+
+	mu sync.Mutex
+	st stage
+}
+
+// head is what a request head says about its framing.
+type head struct {
+	lines              int
+	http10             bool
+	contentLength      int64
+	lengths, encodings int
+	chunked            bool
+	upgrade            bool
+	bad                string // why the head is refused; "" when it is not
+}
+
+func (c *strictConn) stage() stage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+func (c *strictConn) setStage(s stage) {
+	c.mu.Lock()
+	c.st = s
+	c.mu.Unlock()
+}
+
+func (c *strictConn) Read(p []byte) (int, error) {
+	for {
+		if c.ready > 0 {
+			n := copy(p, c.in[:c.ready])
+			c.in = c.in[:copy(c.in, c.in[n:])]
+			c.ready -= n
+			c.scan -= n
+			return n, nil
+		}
+		st := c.stage()
+		switch st {
+		case stDead:
+			return 0, errRefused
+		case stPass, stUpgrade, stBody, stChunkData:
+			if len(c.in) == 0 {
+				return c.readThrough(p, st)
+			}
+		}
+		c.frame()
+		if c.ready > 0 || c.stage() == stDead {
+			continue
+		}
+		if err := c.fill(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// readThrough reads a body or a passed-through stream straight into p.
+func (c *strictConn) readThrough(p []byte, st stage) (int, error) {
+	if (st == stBody || st == stChunkData) && int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	if st == stBody || st == stChunkData {
+		c.left -= int64(n)
+		if c.left == 0 {
+			c.bodyDone(st)
+		}
+	}
+	return n, err
+}
+
+// fill reads more of the socket into in.
+func (c *strictConn) fill() error {
+	if len(c.in) == cap(c.in) {
+		c.in = append(c.in, make([]byte, max(4096, len(c.in)))...)[:len(c.in)]
+	}
+	n, err := c.Conn.Read(c.in[len(c.in):cap(c.in)])
+	c.in = c.in[:len(c.in)+n]
+	if n > 0 {
+		return nil
+	}
+	return err
+}
+
+// frame frames what in holds beyond scan, moving ready forward over what
+// may go to net/http.
+func (c *strictConn) frame() {
+	for {
+		st := c.stage()
+		switch st {
+		case stPreface:
+			if !c.preface() {
+				return
+			}
+		case stPass, stUpgrade:
+			c.scan, c.ready = len(c.in), len(c.in)
+			return
+		case stBody, stChunkData:
+			n := min(int64(len(c.in)-c.scan), c.left)
+			c.scan += int(n)
+			c.ready, c.left = c.scan, c.left-n
+			if c.left > 0 {
+				return
+			}
+			c.bodyDone(st)
+		case stDead:
+			return
+		default:
+			if !c.line(st) {
+				return
+			}
+		}
+	}
+}
+
+// preface decides whether a connection opens with HTTP/2's preface; it
+// returns false while it cannot tell yet.
+func (c *strictConn) preface() bool {
+	n := min(len(c.in), len(h2Preface))
+	if !bytes.Equal(c.in[:n], h2Preface[:n]) {
+		c.setStage(stHead)
+		return true
+	}
+	if n < len(h2Preface) {
+		return false
+	}
+	c.setStage(stPass)
+	return true
+}
+
+// line frames one line, in a head, a chunk-size line or a trailer; it
+// returns false while the line is not whole.
+func (c *strictConn) line(st stage) bool {
+	i := bytes.IndexByte(c.in[c.scan:], '\n')
+	if i < 0 {
+		if st == stHead && len(c.in) > c.maxHead {
+			c.refuse(http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large", "header_too_large")
+		} else if st != stHead && len(c.in)-c.scan > c.maxHead {
+			c.fail()
+		}
+		return false
+	}
+	line := c.in[c.scan : c.scan+i+1]
+	c.scan += i + 1
+	if st == stHead && c.scan > c.maxHead {
+		c.refuse(http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large", "header_too_large")
+		return false
+	}
+	ok := len(line) >= 2 && line[len(line)-2] == '\r' && bytes.IndexByte(line[:len(line)-2], '\r') < 0
+	if !ok && st == stHead {
+		c.refuse(http.StatusBadRequest, "Malformed request: a line does not end in CRLF", "bad_request")
+		return false
+	}
+	if !ok {
+		c.fail()
+		return false
+	}
+	c.frameLine(st, line[:len(line)-2])
+	return true
+}
+
+// frameLine takes one line, CRLF removed.
+func (c *strictConn) frameLine(st stage, line []byte) {
+	switch st {
+	case stHead:
+		c.headLine(line)
+	case stChunkSize:
+		n, ok := chunkSize(line)
+		switch {
+		case !ok:
+			c.fail()
+		case n == 0:
+			c.ready = c.scan
+			c.setStage(stTrailer)
+		default:
+			c.ready, c.left = c.scan, n
+			c.setStage(stChunkData)
+		}
+	case stChunkEnd:
+		if len(line) != 0 {
+			c.fail()
+			return
+		}
+		c.ready = c.scan
+		c.setStage(stChunkSize)
+	case stTrailer:
+		if len(line) > 0 && (line[0] == ' ' || line[0] == '\t') {
+			c.fail()
+			return
+		}
+		c.ready = c.scan
+		if len(line) == 0 {
+			c.setStage(c.afterBody())
+		}
+	}
+}
+
+// bodyDone moves on once a body or a chunk was passed through.
+func (c *strictConn) bodyDone(st stage) {
+	if st == stChunkData {
+		c.setStage(stChunkEnd)
+		return
+	}
+	c.setStage(c.afterBody())
+}
+
+func (c *strictConn) afterBody() stage {
+	if c.head.upgrade {
+		return stUpgrade
+	}
+	return stHead
+}
+
+// fail ends a connection whose chunked body broke the rules. What was
+// checked goes through, then a line that net/http's chunked reader
+// refuses in any of the places it can come (a chunk size, the CRLF after a
+// chunk, a trailer line), then an empty line, so that net/http's look
+// ahead for a trailer's end reads no further: the body's read fails as a
+// malformed body, and every read after it fails. A read error instead would look to
+// net/http like a client gone: it cancels the request's context, and the
+// proxy would answer nothing.
+func (c *strictConn) fail() {
+	c.in = append(c.in[:c.ready], poison...)
+	c.ready, c.scan = len(c.in), len(c.in)
+	c.setStage(stDead)
+}
+
+var poison = []byte("x\r\n\r\n")
+
+// chunkSize parses a chunk-size line: hex digits, then an extension
+// after ';' that is ignored, as net/http does.
+func chunkSize(line []byte) (int64, bool) {
+	if i := bytes.IndexByte(line, ';'); i >= 0 {
+		line = line[:i]
+	}
+	if len(line) == 0 || len(line) > 15 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(line), 16, 64)
+	return n, err == nil && n >= 0
+}
+
+// refuse answers a refused head and closes the connection for net/http;
+// it waits a little for the client to read the answer, as net/http does
+// for its own 431, since a close with unread bytes would reset the
+// connection and could lose the answer.
+func (c *strictConn) refuse(status int, message, reason string) {
+	c.in, c.ready, c.scan = nil, 0, 0
+	c.setStage(stDead)
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, _ = c.Conn.Write(proxy.RawError(status, "invalid_request_error", message, reason))
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	var sink [4096]byte
+	for {
+		if _, err := c.Conn.Read(sink[:]); err != nil {
+			return
+		}
+	}
+}
+
+func (c *strictConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.st == stUpgrade {
+		// The answer to the upgrade request: switched, the connection is
+		// a tunnel; otherwise nothing more is read from it.
+		if bytes.HasPrefix(p, []byte("HTTP/1.1 101 ")) || bytes.HasPrefix(p, []byte("HTTP/1.0 101 ")) {
+			c.st = stPass
+		} else {
+			c.st = stDead
+		}
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// SyscallConn exposes the socket, for proxy.ConnContext's peer check.
+func (c *strictConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}
+
+// headLine takes one line of a head: the request line goes to net/http at
+// once; header lines are held, and checked when the empty line ends the
+// head.
+func (c *strictConn) headLine(line []byte) {
+	h := &c.head
+	if h.lines == 0 {
+		*h = head{lines: 1, http10: bytes.HasSuffix(line, []byte(" HTTP/1.0"))}
+		c.ready = c.scan
+		return
+	}
+	h.lines++
+	if len(line) == 0 {
+		c.endHead()
+		return
+	}
+	if line[0] == ' ' || line[0] == '\t' {
+		h.note("obsolete line folding")
+		return
+	}
+	name, value, ok := bytes.Cut(line, []byte(":"))
+	if !ok || !validName(name) {
+		h.note("a malformed header line")
+		return
+	}
+	value = bytes.Trim(value, " \t")
+	switch {
+	case asciiFold(name, "Content-Length"):
+		h.lengths++
+		n, ok := decimal(value)
+		if !ok {
+			h.note("an invalid Content-Length")
+		}
+		h.contentLength = n
+	case asciiFold(name, "Transfer-Encoding"):
+		h.encodings++
+		h.chunked = asciiFold(value, "chunked")
+	case asciiFold(name, "Upgrade"):
+		h.upgrade = h.upgrade || !onlyH2C(value)
+	}
+}
+
+func (h *head) note(why string) {
+	if h.bad == "" {
+		h.bad = why
+	}
+}
+
+// endHead checks a whole head and lets it go to net/http, or refuses it.
+func (c *strictConn) endHead() {
+	h := &c.head
+	switch {
+	case h.bad != "":
+	case h.lengths > 1:
+		h.bad = "more than one Content-Length"
+	case h.encodings > 0 && h.lengths > 0:
+		h.bad = "both Transfer-Encoding and Content-Length"
+	case h.encodings > 1 || h.encodings == 1 && !h.chunked:
+		h.bad = `a Transfer-Encoding other than "chunked"`
+	case h.encodings > 0 && h.http10:
+		h.bad = "Transfer-Encoding on HTTP/1.0"
+	case h.upgrade && (h.chunked || h.contentLength > 0):
+		h.bad = "an upgrade with a body"
+	}
+	if h.bad != "" {
+		c.refuse(http.StatusBadRequest, "Malformed request: "+h.bad, "bad_request")
+		return
+	}
+	c.ready = c.scan
+	h.lines = 0
+	switch {
+	case h.chunked:
+		c.setStage(stChunkSize)
+	case h.contentLength > 0:
+		c.left = h.contentLength
+		c.setStage(stBody)
+	default:
+		c.setStage(c.afterBody())
+	}
+}
+
+// validName reports whether b is an HTTP token, as a header name must be.
+func validName(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, ch := range b {
+		if ch <= ' ' || ch >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), ch) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func asciiFold(b []byte, s string) bool { return len(b) == len(s) && bytes.EqualFold(b, []byte(s)) }
+
+// decimal parses a Content-Length: digits only, no sign, no list.
+func decimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	return n, true
+}
+
+// onlyH2C reports whether an Upgrade value offers h2c alone.
+func onlyH2C(v []byte) bool {
+	for p := range bytes.SplitSeq(v, []byte(",")) {
+		if !asciiFold(bytes.Trim(p, " \t"), "h2c") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Strict wraps the proxy port's handler with the checks that need the
+// request as net/http parsed it. The checks on the raw bytes of an
+// HTTP/1.x request head (framing, line endings) cannot be made here, since
+// net/http normalises what they look at away before a handler runs; the
+// proxy port's listener makes those (command/strict.go), and RawError
+// renders its answers.
+//
+//   - CONNECT is refused with 405, on HTTP/1.1 and HTTP/2 alike, and the
+//     HTTP/1.1 connection is closed: slotgate is not a forward proxy, and
+//     the bytes a client sends after a CONNECT (a TLS handshake, say) are
+//     not a request. Without this, httputil.ReverseProxy would forward the
+//     CONNECT to the engine.
+//   - An HTTP/1.1 "Upgrade: h2c" is ignored, and the request served over
+//     HTTP/1.1 (RFC 9113 §3.1 deprecates it; Go's server does not implement
+//     it): its Upgrade and HTTP2-Settings headers are removed, so that
+//     httputil.ReverseProxy does not offer the engine the upgrade, which
+//     would tunnel a multiplexed HTTP/2 connection through one slot. Other
+//     upgrades (WebSocket) go to the engine as before.
+//
+// Methods other than CONNECT go to the engine, which answers the ones it
+// does not know.
+func Strict(next http.Handler) http.Handler {
+	connect := newAnswer(http.StatusMethodNotAllowed, "invalid_request_error",
+		"Method CONNECT is not allowed: slotgate is not a forward proxy", "method_not_allowed", "")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			h := w.Header()
+			h["Content-Type"] = contentTypeJSON
+			h["Content-Length"] = connect.lengthV
+			h[ReasonHeader] = connect.reasonV
+			h["Allow"] = []string{"GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"}
+			if r.ProtoMajor == 1 {
+				h["Connection"] = connectionClose
+			}
+			w.WriteHeader(connect.status)
+			_, _ = w.Write(connect.body)
+			return
+		}
+		if r.ProtoMajor == 1 && upgradesToH2C(r.Header) {
+			r.Header.Del("Upgrade")
+			r.Header.Del("Http2-Settings")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// upgradesToH2C reports whether the Upgrade header offers only h2c.
+func upgradesToH2C(h http.Header) bool {
+	vs := h.Values("Upgrade")
+	if len(vs) == 0 {
+		return false
+	}
+	for _, v := range vs {
+		for p := range strings.SplitSeq(v, ",") {
+			if !strings.EqualFold(strings.TrimSpace(p), "h2c") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// RawError renders a whole HTTP/1.1 answer of slotgate's own, OpenAI's error
+// shape in its body, that closes its connection: for a listener that
+// refuses a request before net/http reads it.
+func RawError(status int, typ, message, reason string) []byte {
+	a := newAnswer(status, typ, message, reason, "")
+	b := make([]byte, 0, 160+len(a.body))
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(status)...)
+	b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(a.body)), 10)
+	b = append(b, "\r\n"+ReasonHeader+": "...)
+	b = append(b, reason...)
+	b = append(b, "\r\nConnection: close\r\n\r\n"...)
+	return append(b, a.body...)
+}
