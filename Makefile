@@ -43,6 +43,13 @@ test: fmt-check vet lint tidy-check ## gofmt check, go vet, staticcheck, the tid
 fuzz-smoke: ## each fuzz target for FUZZTIME (2s), two at a time, without minimizing
 	FUZZTIME=$${FUZZTIME:-2s} FUZZJOBS=$${FUZZJOBS:-2} GO=$(GO) scripts/fuzz smoke
 
+# A million requests take about half an hour on 2 cores; the logs (about
+# 350 MB) go to SOAK_OUT.
+SOAK_OUT      ?= /tmp/slotgate-soak
+SOAK_REQUESTS ?= 1000000
+soak: build-all ## the chaos soak: SOAK_REQUESTS (a million) requests with faults, aborts, restarts and N changes; fails on any violation
+	$(BIN)/slotgate-soak --bin $(BIN) --requests $(SOAK_REQUESTS) --concurrency 128 --out $(SOAK_OUT)
+
 fuzz: ## each fuzz target for FUZZTIME (60s), minimizing a crasher for at most 10 s; a crasher is a regression test to commit
 	FUZZTIME=$${FUZZTIME:-60s} GO=$(GO) scripts/fuzz long
 
