@@ -222,7 +222,7 @@ func newBench(t *testing.T, args ...string) *bench {
 	b.sg = start(t, b.eng.url(), nil, append([]string{
 		"--engine-request-limit", strconv.Itoa(badSlots), "--request-queue-limit", "1",
 		"--max-request-body-bytes", strconv.Itoa(badMaxBody), "--request-body-timeout", badBodyWait.String(),
-		"--grpc-max-message-bytes", strconv.Itoa(badMaxGRPC), "--engine-grpc-url", "http://"+b.grpc.addr,
+		"--grpc-max-message-bytes", strconv.Itoa(badMaxGRPC), "--engine-grpc-url", "http://" + b.grpc.addr,
 		"--engine-metrics-dialect", "none", "--access-log=false"}, args...)...)
 	b.addr = strings.TrimPrefix(b.sg.proxy, "http://")
 	b.burst(t) // warms the engine connections up
