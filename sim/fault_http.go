@@ -136,6 +136,17 @@ func (s *server) addFaultRoutes(rt router) {
 	rt.add(http.MethodPost, FaultsPath, replace)
 }
 
+// cut ends the request at the engine and then cuts its connection: an
+// engine that drops a request is done with it before its peer can see the
+// reset, so a proxy that hands the slot on at the reset never finds the
+// engine still counting the request in flight.
+func (p *faultPlan) cut(w http.ResponseWriter) {
+	if p.done != nil {
+		p.done()
+	}
+	resetConn(w)
+}
+
 // resetConn cuts the connection of w abruptly. Over HTTP/1.1 it hijacks
 // the connection and closes it with SO_LINGER 0, so the peer gets a TCP
 // reset and not a clean end of the chunked body. Where hijacking is not

@@ -250,6 +250,14 @@ func TestFaultsOverHTTP(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, f := faultServer(t, certain(tt.fault))
 			a := ask(t, s, tt.chat, tt.stream, tt.maxTokens, tt.timeout)
+			if tt.fault == FaultReset {
+				// The engine is done with a request it reset before its
+				// peer sees the reset: a proxy that hands the slot on then
+				// never finds it still in flight.
+				if st := s.engine.Stats(); st.InFlight != 0 || st.Ranks[0].Running != 0 {
+					t.Errorf("at the reset: %d in flight, %d running; want none", st.InFlight, st.Ranks[0].Running)
+				}
+			}
 			st := settled(t, s.engine)
 			tt.check(t, a, st.Ranks[0])
 			for k, n := range f.Injected() {
@@ -306,4 +314,21 @@ func TestFaultResetOverHTTP2(t *testing.T) {
 	if st := settled(t, e).Ranks[0]; st.Finished[FinishAbort] != 1 {
 		t.Fatalf("finished %v; want the request aborted", st.Finished)
 	}
+}
+
+// A reset ends the request at the engine before it cuts the connection,
+// so that the engine is never seen still counting a request whose peer
+// already saw its reset.
+func TestCutEndsTheRequestFirst(t *testing.T) {
+	var done bool
+	p := &faultPlan{done: func() { done = true }}
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Fatalf("cut of an unhijackable writer panicked with %v, want http.ErrAbortHandler", v)
+		}
+		if !done {
+			t.Error("the connection was cut before the request ended at the engine")
+		}
+	}()
+	p.cut(httptest.NewRecorder())
 }

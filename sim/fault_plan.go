@@ -24,6 +24,9 @@ type faultPlan struct {
 	// half the answer's expected length, at least 1.
 	at     int
 	struck bool // the reset or stall has happened
+	// done ends the request at the engine (its sequence, its place in
+	// flight) before a reset cuts the connection; nil until submitted.
+	done func()
 }
 
 // plan draws the fault of a validated request.

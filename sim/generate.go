@@ -29,7 +29,8 @@ type genInput struct {
 // it is valid: an injected error is answered before it is submitted.
 func (s *server) generate(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		defer s.engine.trackInFlight(r.Context())()
+		end := s.engine.trackInFlight(r.Context())
+		defer end()
 		var req genRequest
 		if e := decodeBody(w, r, &req); e != nil {
 			writeAPIError(w, e)
@@ -55,6 +56,7 @@ func (s *server) generate(chat bool) http.HandlerFunc {
 			return
 		}
 		defer h.Close()
+		plan.done = func() { h.Close(); end() }
 		if ce := s.log.Check(zap.DebugLevel, "request admitted"); ce != nil {
 			ce.Write(zap.String("path", r.URL.Path), zap.Int("rank", h.Rank()), zap.Int("prompt_tokens", in.prompt),
 				zap.Int("max_tokens", in.maxTokens), zap.Bool("stream", in.stream))
@@ -133,7 +135,7 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, h *Handle, out 
 	case err != nil: // the client left
 		return
 	case reset:
-		resetConn(w)
+		plan.cut(w)
 		return
 	}
 	writeJSON(w, http.StatusOK, out.response(p))

@@ -44,7 +44,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, h *Handle, out *
 			return
 		}
 		if reset {
-			resetConn(w)
+			plan.cut(w)
 			return
 		}
 		if p.Done {
