@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -110,6 +109,3 @@ func hasLabels(m *dto.Metric, labels []string) bool {
 	}
 	return true
 }
-
-// joinURL joins a base URL and a path.
-func joinURL(base, path string) string { return strings.TrimSuffix(base, "/") + path }
