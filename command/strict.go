@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -54,11 +53,16 @@ import (
 type strictListener struct {
 	net.Listener
 	maxHead int // the most bytes a head may take, request line included
+	// bufs holds the read buffers of connections that have nothing
+	// buffered: a connection waiting for its answer, or idle, holds
+	// none, which matters with thousands of queued requests.
+	bufs *sync.Pool
 }
 
 func newStrictListener(ln net.Listener, maxHeaderBytes int) net.Listener {
 	// net/http reads up to MaxHeaderBytes plus 4096 bytes of slack.
-	return strictListener{Listener: ln, maxHead: maxHeaderBytes + 4096}
+	return strictListener{Listener: ln, maxHead: maxHeaderBytes + 4096,
+		bufs: &sync.Pool{New: func() any { b := make([]byte, 0, inBufSize); return &b }}}
 }
 
 func (l strictListener) Accept() (net.Conn, error) {
@@ -66,7 +70,7 @@ func (l strictListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strictConn{Conn: c, maxHead: l.maxHead}, nil
+	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs}, nil
 }
 
 // stage is where a connection's framing stands.
@@ -82,7 +86,8 @@ const (
 	stTrailer                // trailer lines, up to an empty one
 	stUpgrade                // after an upgrade request, until its answer
 	stPass                   // not HTTP/1.x framing: everything passes
-	stDead                   // refused: every read fails
+	stRefused                // a head refused: its stand-in given, the rest dropped
+	stDead                   // a body broken: every read fails
 )
 
 // errRefused fails the reads of a refused connection: a *net.OpError of
@@ -98,6 +103,7 @@ var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 type strictConn struct {
 	net.Conn
 	maxHead int
+	bufs    *sync.Pool // of *[]byte of inBufSize
 
 	in    []byte // read from the socket and not yet given to net/http
 	ready int    // in[:ready] is checked and may be given
@@ -139,19 +145,24 @@ func (c *strictConn) Read(p []byte) (int, error) {
 			c.in = c.in[:copy(c.in, c.in[n:])]
 			c.ready -= n
 			c.scan -= n
+			if len(c.in) == 0 {
+				c.freeIn()
+			}
 			return n, nil
 		}
 		st := c.stage()
 		switch st {
 		case stDead:
 			return 0, errRefused
+		case stRefused:
+			return 0, c.drain()
 		case stPass, stUpgrade, stBody, stChunkData:
 			if len(c.in) == 0 {
 				return c.readThrough(p, st)
 			}
 		}
 		c.frame()
-		if c.ready > 0 || c.stage() == stDead {
+		if st := c.stage(); c.ready > 0 || st == stDead || st == stRefused {
 			continue
 		}
 		if err := c.fill(); err != nil {
@@ -175,10 +186,25 @@ func (c *strictConn) readThrough(p []byte, st stage) (int, error) {
 	return n, err
 }
 
+// inBufSize is the size of a connection's read buffer.
+const inBufSize = 4096
+
+// freeIn gives an empty in back to inBufs.
+func (c *strictConn) freeIn() {
+	if cap(c.in) == inBufSize {
+		b := c.in[:0]
+		c.bufs.Put(&b)
+	}
+	c.in = nil
+}
+
 // fill reads more of the socket into in.
 func (c *strictConn) fill() error {
+	if c.in == nil {
+		c.in = *c.bufs.Get().(*[]byte)
+	}
 	if len(c.in) == cap(c.in) {
-		c.in = append(c.in, make([]byte, max(4096, len(c.in)))...)[:len(c.in)]
+		c.in = append(c.in, make([]byte, max(inBufSize, len(c.in)))...)[:len(c.in)]
 	}
 	n, err := c.Conn.Read(c.in[len(c.in):cap(c.in)])
 	c.in = c.in[:len(c.in)+n]
@@ -209,7 +235,7 @@ func (c *strictConn) frame() {
 				return
 			}
 			c.bodyDone(st)
-		case stDead:
+		case stDead, stRefused:
 			return
 		default:
 			if !c.line(st) {
@@ -346,23 +372,38 @@ func chunkSize(line []byte) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
-// refuse answers a refused head and closes the connection for net/http;
-// it waits a little for the client to read the answer, as net/http does
-// for its own 431, since a close with unread bytes would reset the
-// connection and could lose the answer.
+// refuse hands net/http, in place of a refused head, a head of its own
+// that proxy.Strict answers with status and message (proxy.RefusedHeader),
+// and closes the connection after. The answer so goes through net/http,
+// after the answers to the requests before it on the connection: written
+// here, it could cut into an answer net/http is writing, or answer a
+// pipelined request that came before. The bytes of the refused head and
+// everything after it are never given to net/http.
 func (c *strictConn) refuse(status int, message, reason string) {
-	c.in, c.ready, c.scan = nil, 0, 0
-	c.setStage(stDead)
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, _ = c.Conn.Write(proxy.RawError(status, "invalid_request_error", message, reason))
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
+	synthetic := make([]byte, 0, 128+len(message))
+	if c.head.lines == 0 { // its request line was not given: one of its own
+		synthetic = append(synthetic, "GET / HTTP/1.1\r\n"...)
 	}
-	_ = c.Conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-	var sink [4096]byte
+	synthetic = append(synthetic, "Host: slotgate\r\n"+proxy.RefusedHeader+": "...)
+	synthetic = strconv.AppendInt(synthetic, int64(status), 10)
+	synthetic = append(synthetic, ' ')
+	synthetic = append(synthetic, reason...)
+	synthetic = append(synthetic, ' ')
+	synthetic = append(synthetic, message...)
+	synthetic = append(synthetic, "\r\nConnection: close\r\n\r\n"...)
+	c.in = append(c.in[:c.ready], synthetic...)
+	c.ready, c.scan = len(c.in), len(c.in)
+	c.setStage(stRefused)
+}
+
+// drain reads and drops what the client sends after a refused head, until
+// the read fails: the client left, or net/http, done with the refusal,
+// cut the read short.
+func (c *strictConn) drain() error {
+	var sink [512]byte
 	for {
 		if _, err := c.Conn.Read(sink[:]); err != nil {
-			return
+			return err
 		}
 	}
 }

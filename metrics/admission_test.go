@@ -134,6 +134,7 @@ var decidedSeries = map[gate.Outcome]string{
 	gate.RejectedDraining:     "cancellation",
 	gate.RejectedTooLarge:     "cancellation",
 	gate.RejectedBadRequest:   "cancellation",
+	gate.RejectedBodyTimeout:  "cancellation",
 	gate.CancelledQueued:      "cancellation",
 	gate.CancelledRunning:     "cancellation",
 	gate.EngineError:          "cancellation",

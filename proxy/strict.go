@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 )
 
@@ -10,14 +9,18 @@ import (
 // request as net/http parsed it. The checks on the raw bytes of an
 // HTTP/1.x request head (framing, line endings) cannot be made here, since
 // net/http normalises what they look at away before a handler runs; the
-// proxy port's listener makes those (command/strict.go), and RawError
-// renders its answers.
+// proxy port's listener makes those (command/strict.go), and gives
+// net/http a stand-in head for each head it refuses, which Strict answers.
+//
+//   - A stand-in head (RefusedHeader) is answered 400, or 431 for a head
+//     too large, in OpenAI's error shape, and the connection closed.
 //
 //   - CONNECT is refused with 405, on HTTP/1.1 and HTTP/2 alike, and the
 //     HTTP/1.1 connection is closed: slotgate is not a forward proxy, and
 //     the bytes a client sends after a CONNECT (a TLS handshake, say) are
 //     not a request. Without this, httputil.ReverseProxy would forward the
 //     CONNECT to the engine.
+//
 //   - An HTTP/1.1 "Upgrade: h2c" is ignored, and the request served over
 //     HTTP/1.1 (RFC 9113 §3.1 deprecates it; Go's server does not implement
 //     it): its Upgrade and HTTP2-Settings headers are removed, so that
@@ -31,6 +34,10 @@ func Strict(next http.Handler) http.Handler {
 	connect := newAnswer(http.StatusMethodNotAllowed, "invalid_request_error",
 		"Method CONNECT is not allowed: slotgate is not a forward proxy", "method_not_allowed", "")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(RefusedHeader); v != "" && r.ProtoMajor == 1 {
+			refuseHead(w, v)
+			return
+		}
 		if r.Method == http.MethodConnect {
 			h := w.Header()
 			h["Content-Type"] = contentTypeJSON
@@ -68,20 +75,29 @@ func upgradesToH2C(h http.Header) bool {
 	return true
 }
 
-// RawError renders a whole HTTP/1.1 answer of slotgate's own, OpenAI's error
-// shape in its body, that closes its connection: for a listener that
-// refuses a request before net/http reads it.
-func RawError(status int, typ, message, reason string) []byte {
-	a := newAnswer(status, typ, message, reason, "")
-	b := make([]byte, 0, 160+len(a.body))
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, ' ')
-	b = append(b, http.StatusText(status)...)
-	b = append(b, "\r\nContent-Type: application/json\r\nContent-Length: "...)
-	b = strconv.AppendInt(b, int64(len(a.body)), 10)
-	b = append(b, "\r\n"+ReasonHeader+": "...)
-	b = append(b, reason...)
-	b = append(b, "\r\nConnection: close\r\n\r\n"...)
-	return append(b, a.body...)
+// RefusedHeader marks the stand-in head that the proxy port's listener
+// gives net/http for a head it refused (command/strict.go): its value is
+// "STATUS REASON MESSAGE", which Strict answers in OpenAI's error shape,
+// closing the connection. A client that sends it itself only has its own
+// request refused: the status is 431 for header_too_large, else 400.
+const RefusedHeader = "Slotgate-Refused-Head"
+
+// refuseHead answers a refused head, from the value of RefusedHeader.
+func refuseHead(w http.ResponseWriter, v string) {
+	_, rest, _ := strings.Cut(v, " ")
+	reason, message, _ := strings.Cut(rest, " ")
+	status := http.StatusBadRequest
+	if reason == "header_too_large" {
+		status = http.StatusRequestHeaderFieldsTooLarge
+	} else {
+		reason = "bad_request"
+	}
+	a := newAnswer(status, "invalid_request_error", message, reason, "")
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = a.lengthV
+	h[ReasonHeader] = a.reasonV
+	h["Connection"] = connectionClose
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
 }

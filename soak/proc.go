@@ -22,10 +22,12 @@ type process struct {
 	exited chan struct{} // closed once the process has been waited for
 }
 
-// startProcess runs path with args, its stdout and stderr appended to
-// logPath; keep picks the lines kept in memory.
+// startProcess runs path with args, its stdout and stderr written to
+// logPath, emptied first: the access-log check reads the whole file, and a
+// log left by an earlier soak in the same --out would hold the same
+// request ids; keep picks the lines kept in memory.
 func startProcess(name, path string, args []string, logPath string, keep func([]byte) bool) (*process, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("soak: %s log: %w", name, err)
 	}

@@ -1,0 +1,155 @@
+package command
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// strictServer serves, behind a strictListener on 127.0.0.1 and
+// proxy.Strict as slotgate does, a handler that answers each request with
+// its method, path and body, and returns its address.
+func strictServer(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: proxy.Strict(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			_, _ = fmt.Fprintf(w, "%s %s %q", r.Method, r.URL.Path, b)
+		})),
+		ReadHeaderTimeout: 5 * time.Second,
+		MaxHeaderBytes:    8 << 10,
+	}
+	go func() { _ = srv.Serve(newStrictListener(ln, srv.MaxHeaderBytes)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// exchange writes raw on a new connection, closes its write side, and
+// reads every answer until the server closes it.
+func exchange(t testing.TB, addr, raw string) ([]string, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		return nil, err
+	}
+	_ = c.(*net.TCPConn).CloseWrite()
+	br := bufio.NewReader(c)
+	var got []string
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return got, nil
+			}
+			return got, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return got, err
+		}
+		got = append(got, fmt.Sprintf("%d %s", resp.StatusCode, b))
+	}
+}
+
+// TestStrictFraming: requests the strict listener must pass, pipelined on
+// one connection with every body framing, reach the handler whole and in
+// order; the shapes it refuses get 400 and nothing after them is served.
+func TestStrictFraming(t *testing.T) {
+	addr := strictServer(t)
+	tests := []struct {
+		name string
+		raw  string
+		want []string
+	}{
+		{"pipelined, every framing",
+			"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" +
+				"POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\nTrailer-A: 1\r\n\r\n" +
+				"GET /c HTTP/1.1\r\nHost: x\r\n\r\n" +
+				"POST /d HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+			[]string{`200 POST /a "hello"`, `200 POST /b "abcde"`, `200 GET /c ""`, `200 POST /d ""`}},
+		{"a body that looks like a request is a body",
+			"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 35\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+			[]string{`200 POST /a "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"`}},
+		{"Content-Length and chunked",
+			"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+			[]string{"400 "}},
+		{"after a good request, a bad one",
+			"GET /ok HTTP/1.1\r\nHost: x\r\n\r\nGET /bad HTTP/1.1\nHost: x\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+			[]string{`200 GET /ok ""`, "400 "}},
+		{"a bad chunk size fails the body",
+			"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+			[]string{"400 body: "}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := exchange(t, addr, tc.raw)
+			if err != nil {
+				t.Fatalf("exchange: %v (answers so far %q)", err, got)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("answers %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("answer %d = %q, want %q...", i, got[i], tc.want[i])
+				}
+				if strings.Contains(got[i], "GET /smuggled") && !strings.Contains(got[i], `"GET /smuggled`) {
+					t.Errorf("answer %d served the smuggled request: %q", i, got[i])
+				}
+			}
+		})
+	}
+}
+
+// FuzzStrictListener feeds raw bytes to a server behind the strict
+// listener: it must never panic or hang, and never serve a request the
+// bytes smuggle behind a refused head or a body.
+func FuzzStrictListener(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /b HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"POST /a HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+		"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+		"GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+	} {
+		f.Add(s)
+	}
+	addr := strictServer(f)
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := exchange(t, addr, raw) // errors are fine; hangs and panics are not
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("the connection hung with its client's side closed (answers %q)", got)
+		}
+		for _, a := range got {
+			if strings.HasPrefix(a, "200 GET /smuggled ") && !strings.Contains(raw, "/smuggled") {
+				t.Fatalf("served %q from nowhere", a)
+			}
+		}
+	})
+}
