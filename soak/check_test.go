@@ -35,6 +35,8 @@ func TestCheck(t *testing.T) {
 		{"unwritten request logged once is fine", []soak.Attempt{unwritten},
 			[]soak.LogEntry{line("u", 499, "cancelled_queued")}, nil},
 		{"missing line", []soak.Attempt{served("a")}, nil, []string{"logged-once: request a has no access-log line"}},
+		{"missing line of a refused request", []soak.Attempt{refused}, nil, []string{"logged-once: request r has no access-log line"}},
+		{"a client that left before any answer may leave no line", []soak.Attempt{left}, nil, nil},
 		{"two lines", []soak.Attempt{served("a")},
 			[]soak.LogEntry{line("a", 200, "admitted_direct"), line("a", 200, "admitted_direct")},
 			[]string{"logged-once: request a has 2 access-log lines"}},
