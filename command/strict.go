@@ -37,9 +37,10 @@ import (
 // head's header lines back until the head is whole and checked, and
 // passing bodies through as they come. The request line goes through as
 // soon as it is whole, so that net/http starts its header timeout when a
-// head begins, as it does on its own. A refused head is answered on the
-// connection, which is then closed; net/http sees a read error and closes
-// it without a word. A chunked body that breaks the rules (bare LF in its
+// head begins, as it does on its own. A refused head never reaches
+// net/http: a stand-in head takes its place, which proxy.Strict answers
+// 400 (431 for a head too large) in OpenAI's error shape, in turn after
+// the answers to the requests before it, and the connection is closed. A chunked body that breaks the rules (bare LF in its
 // trailer, obsolete folding there) fails its read, which the proxy answers
 // as a body that could not be read.
 //
@@ -104,6 +105,7 @@ type strictConn struct {
 	net.Conn
 	maxHead int
 	bufs    *sync.Pool // of *[]byte of inBufSize
+	pooled  *[]byte    // where in came from, to go back to bufs
 
 	in    []byte // read from the socket and not yet given to net/http
 	ready int    // in[:ready] is checked and may be given
@@ -165,7 +167,7 @@ func (c *strictConn) Read(p []byte) (int, error) {
 		if st := c.stage(); c.ready > 0 || st == stDead || st == stRefused {
 			continue
 		}
-		if err := c.fill(); err != nil {
+		if err := c.fill(p); err != nil {
 			return 0, err
 		}
 	}
@@ -189,19 +191,30 @@ func (c *strictConn) readThrough(p []byte, st stage) (int, error) {
 // inBufSize is the size of a connection's read buffer.
 const inBufSize = 4096
 
-// freeIn gives an empty in back to inBufs.
+// freeIn gives an empty in back to the pool.
 func (c *strictConn) freeIn() {
-	if cap(c.in) == inBufSize {
-		b := c.in[:0]
-		c.bufs.Put(&b)
+	if c.pooled != nil && cap(c.in) == inBufSize {
+		*c.pooled = c.in[:0]
+		c.bufs.Put(c.pooled)
 	}
-	c.in = nil
+	c.in, c.pooled = nil, nil
 }
 
-// fill reads more of the socket into in.
-func (c *strictConn) fill() error {
-	if c.in == nil {
-		c.in = *c.bufs.Get().(*[]byte)
+// fill reads more of the socket into in. With in empty, it waits in the
+// caller's p, and takes a buffer of its own only once bytes came: an idle
+// or queued connection, waiting in a read, then holds none.
+func (c *strictConn) fill(p []byte) error {
+	if len(c.in) == 0 {
+		n, err := c.Conn.Read(p)
+		if n == 0 {
+			return err
+		}
+		if c.in == nil {
+			c.pooled = c.bufs.Get().(*[]byte)
+			c.in = *c.pooled
+		}
+		c.in = append(c.in, p[:n]...)
+		return nil
 	}
 	if len(c.in) == cap(c.in) {
 		c.in = append(c.in, make([]byte, max(inBufSize, len(c.in)))...)[:len(c.in)]
