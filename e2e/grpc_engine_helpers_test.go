@@ -7,9 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,20 +19,16 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/slotgate/slotgate/internal/testlog"
 	enginepb "github.com/slotgate/slotgate/protos/vllm/grpc/engine"
 )
 
 // grpcSim is one enginesim process serving HTTP and gRPC, which a test
 // can kill and start again on the same gRPC port.
 type grpcSim struct {
-	t        *testing.T
+	enginesimProcess
 	args     []string // the flags after --listen, --grpc-listen and --log-level
 	httpURL  string   // "http://host:port" of its HTTP API, the current process's
 	grpcAddr string   // host:port of its gRPC API, kept across restarts
-	cmd      *exec.Cmd
-	logs     *testlog.Buffer
-	exited   chan struct{}
 }
 
 // startGRPCSim runs enginesim with args, debug logs (one line per
@@ -43,7 +36,7 @@ type grpcSim struct {
 // free ports, and returns once it listens.
 func startGRPCSim(t *testing.T, args ...string) *grpcSim {
 	t.Helper()
-	e := &grpcSim{t: t, args: args, grpcAddr: "127.0.0.1:0"}
+	e := &grpcSim{enginesimProcess: enginesimProcess{t: t}, args: args, grpcAddr: "127.0.0.1:0"}
 	e.run()
 	return e
 }
@@ -51,23 +44,8 @@ func startGRPCSim(t *testing.T, args ...string) *grpcSim {
 func (e *grpcSim) run() {
 	e.t.Helper()
 	args := append([]string{"--listen", "127.0.0.1:0", "--grpc-listen", e.grpcAddr, "--log-level", "debug"}, e.args...)
-	cmd := exec.Command(filepath.Join(binDir, "enginesim"), args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	logs, exited := testlog.New(), make(chan struct{})
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start enginesim: %v", err)
-	}
-	go func() { _ = cmd.Wait(); logs.Close(); close(exited) }()
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if e.t.Failed() {
-			e.t.Logf("enginesim (gRPC %s) output:\n%s", e.grpcAddr, logs.String())
-		}
-	})
-	e.cmd, e.logs, e.exited = cmd, logs, exited
-	line := logs.WaitFor(e.t, `"msg":"listening"`, waitLimit)
+	var line string
+	e.enginesimProcess, line = runEnginesim(e.t, "gRPC "+e.grpcAddr, args...)
 	var l struct {
 		Addr     string `json:"addr"`
 		GRPCAddr string `json:"grpc_addr"`
@@ -76,15 +54,6 @@ func (e *grpcSim) run() {
 		e.t.Fatalf("enginesim listening line %q: %v", line, err)
 	}
 	e.httpURL, e.grpcAddr = "http://"+l.Addr, l.GRPCAddr
-}
-
-// kill ends the process at once, as a crash would, and waits for it.
-func (e *grpcSim) kill() {
-	e.t.Helper()
-	if err := e.cmd.Process.Kill(); err != nil {
-		e.t.Fatalf("kill enginesim: %v", err)
-	}
-	<-e.exited
 }
 
 // restart starts a new process on the same gRPC port.

@@ -5,30 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/slotgate/slotgate/internal/testlog"
 )
 
 // simProcess is enginesim as a real process that a test can kill -9 and
 // start again on the same HTTP port, as a crashed engine's supervisor does.
 type simProcess struct {
-	t        *testing.T
-	addr     string // host:port, kept across restarts
-	cmd      *exec.Cmd
-	logs     *testlog.Buffer
-	exited   chan struct{}
+	enginesimProcess
+	addr     string    // host:port, kept across restarts
 	listened time.Time // when the current process's listening line was seen
 }
 
 func startSimProcess(t *testing.T) *simProcess {
 	t.Helper()
-	e := &simProcess{t: t, addr: "127.0.0.1:0"}
+	e := &simProcess{enginesimProcess: enginesimProcess{t: t}, addr: "127.0.0.1:0"}
 	e.run()
 	return e
 }
@@ -37,39 +29,14 @@ func (e *simProcess) url() string { return "http://" + e.addr }
 
 func (e *simProcess) run() {
 	e.t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "enginesim"), "--listen", e.addr, "--log-level", "info")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	logs, exited := testlog.New(), make(chan struct{})
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		e.t.Fatalf("start enginesim: %v", err)
-	}
-	go func() { _ = cmd.Wait(); logs.Close(); close(exited) }()
-	e.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if e.t.Failed() {
-			e.t.Logf("enginesim (%s) output:\n%s", e.addr, logs.String())
-		}
-	})
-	e.cmd, e.logs, e.exited = cmd, logs, exited
-	line := logs.WaitFor(e.t, `"msg":"listening"`, waitLimit)
+	var line string
+	e.enginesimProcess, line = runEnginesim(e.t, e.addr, "--listen", e.addr, "--log-level", "info")
 	e.listened = time.Now()
 	var l struct{ Addr string }
 	if err := json.Unmarshal([]byte(line), &l); err != nil || l.Addr == "" {
 		e.t.Fatalf("enginesim listening line %q: %v", line, err)
 	}
 	e.addr = l.Addr
-}
-
-// kill sends SIGKILL, as a crash or the OOM killer would, and waits for
-// the process to end.
-func (e *simProcess) kill() {
-	e.t.Helper()
-	if err := e.cmd.Process.Kill(); err != nil {
-		e.t.Fatalf("kill enginesim: %v", err)
-	}
-	<-e.exited
 }
 
 // outageSlots and outageQueue are N and Q in TestEngineKilledAndRestarted.
