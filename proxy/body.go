@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/slotgate/slotgate/engine"
@@ -23,9 +22,6 @@ import (
 type bodyWatch struct {
 	ex   *exchange
 	done chan struct{}
-	// cut is set before the read is cut short on purpose, so that its
-	// deadline error is not taken for the client's slowness.
-	cut atomic.Bool
 	// Written by the read, read by the handler once done is closed.
 	buf   []byte // what was read: the whole body, or its first bytes
 	whole bool   // buf is the whole body
@@ -103,10 +99,12 @@ func (b *bodyWatch) take(budget *bodyBudget, n int64) bool {
 	return true
 }
 
-// readError is err as the gate should see it: a deadline that passed
-// without the proxy cutting the read is the body timeout.
+// readError is err as the gate should see it: a deadline error once the
+// body's own deadline has passed is the body timeout, even when the read
+// was cut short meanwhile (the deadline ends the request's context too,
+// which the gate may see first and cut the read for).
 func (b *bodyWatch) readError(err error) error {
-	if err != nil && isTimeout(err) && !b.cut.Load() {
+	if err != nil && isTimeout(err) && b.ex.bodyLate() {
 		return fmt.Errorf("%w: %w", gate.ErrBodyTimeout, err)
 	}
 	return err
@@ -116,7 +114,6 @@ func (b *bodyWatch) readError(err error) error {
 // ends the read at once rather than wait for a slow client.
 func (b *bodyWatch) Settle(cut bool) error {
 	if cut && !b.finished() {
-		b.cut.Store(true)
 		_ = http.NewResponseController(&b.ex.out).SetReadDeadline(time.Now())
 	}
 	<-b.done
@@ -207,13 +204,18 @@ func (ex *exchange) startBodyClock() {
 	if t <= 0 || ex.in.ContentLength == 0 {
 		return
 	}
-	ex.bodyClock = true
-	_ = http.NewResponseController(&ex.out).SetReadDeadline(ex.Start.Add(t))
+	ex.bodyClock, ex.bodyDeadline = true, ex.Start.Add(t)
+	_ = http.NewResponseController(&ex.out).SetReadDeadline(ex.bodyDeadline)
+}
+
+// bodyLate reports whether the body's deadline has passed.
+func (ex *exchange) bodyLate() bool {
+	return ex.bodyClock && !time.Now().Before(ex.bodyDeadline)
 }
 
 // bodyTimedOut reports whether the body's deadline passed before it
 // arrived.
 func (ex *exchange) bodyTimedOut() bool {
 	err := ex.bodyErr.Load()
-	return ex.bodyClock && err != nil && isTimeout(*err)
+	return err != nil && isTimeout(*err) && ex.bodyLate()
 }

@@ -36,9 +36,10 @@ type exchange struct {
 	// bodyErr is the first error reading a forwarded request body: the
 	// client's fault, not the engine's.
 	bodyErr atomic.Pointer[error]
-	// bodyClock is set when the body has a deadline to arrive by
-	// (startBodyClock); read-only afterwards.
-	bodyClock bool
+	// bodyClock is set when the body has a deadline to arrive by,
+	// bodyDeadline (startBodyClock); read-only afterwards.
+	bodyClock    bool
+	bodyDeadline time.Time
 	// watch reads the body of a request that waits (gate.Watch).
 	watch bodyWatch
 }
