@@ -39,6 +39,9 @@ func Main(opts Options) int {
 // Run is Main with everything it reads given: the arguments (without the
 // program name), the environment, the output streams and the signals.
 func Run(opts Options, args []string, env map[string]string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+	if len(args) > 0 && args[0] == "drain" {
+		return runDrain(args[1:], env, stdout, stderr)
+	}
 	opts = opts.withDefaults()
 	cfg, err := config.Load(args, env)
 	switch {

@@ -15,7 +15,9 @@ func Usage(w io.Writer) {
 }
 
 // usageIntro opens the --help text.
-const usageIntro = "Usage: slotgate [flags]\n\n" +
+const usageIntro = "Usage: slotgate [flags]\n" +
+	"       slotgate drain [flags]   ask the slotgate these flags and variables describe to drain\n" +
+	"                                (POST /drain on its admin port, with its admin token): a preStop hook\n\n" +
 	"slotgate is a sidecar reverse proxy that caps the requests reaching one inference engine,\n" +
 	"as Dynamo's backend admission gate does: a request is admitted while fewer than N admitted\n" +
 	"requests are unfinished and fewer than W are waiting for their first token; otherwise it\n" +
