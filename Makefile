@@ -14,7 +14,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ENGINE_URL  ?= http://127.0.0.1:8000
 LIMIT       ?= 8
 
-.PHONY: help build build-all demo run run-proxy test fuzz-smoke fuzz soak fmt-check vet lint bench tidy-check clean
+.PHONY: help build build-all docker demo run run-proxy test fuzz-smoke fuzz soak fmt-check vet lint bench tidy-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -24,6 +24,15 @@ build: ## build bin/slotgate
 
 build-all: ## build slotgate, enginesim, slotgate-loadgen and slotgate-demo into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+IMAGE ?= slotgate:$(VERSION)
+
+docker: ## build the image IMAGE (slotgate:VERSION) with Docker, version and commit stamped; says so and fails where Docker is missing
+	@if ! command -v docker >/dev/null 2>&1; then \
+		echo "docker: no docker command on this machine: install Docker (or build the Dockerfile with another builder, e.g. buildah or kaniko)" >&2; exit 1; fi
+	@if ! docker info >/dev/null 2>&1; then \
+		echo "docker: the docker command cannot reach a Docker daemon here (docker info fails): start one, or build the Dockerfile with another builder" >&2; exit 1; fi
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 demo: build-all ## one command: enginesim, slotgate (N=8, Q=4) and a burst of 64 streams, then a summary
 	$(BIN)/slotgate-demo --bin $(BIN)
