@@ -19,5 +19,8 @@ LABEL org.opencontainers.image.source="https://github.com/slotgate/slotgate" \
       org.opencontainers.image.description="Worker-side sidecar reverse proxy that caps requests to an LLM inference engine"
 COPY --from=build /out/slotgate /slotgate
 USER 65532:65532
-EXPOSE 8080 9090
+# 8080 the proxy (--listen), 9090 admin HTTP (--admin-listen), 9091 admin
+# gRPC (--admin-grpc-listen), 9092 the optional gRPC port (--grpc-listen
+# :9092, off unless set).
+EXPOSE 8080 9090 9091 9092
 ENTRYPOINT ["/slotgate"]

@@ -14,7 +14,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ENGINE_URL  ?= http://127.0.0.1:8000
 LIMIT       ?= 8
 
-.PHONY: help build build-all docker demo run run-proxy test fuzz-smoke fuzz soak fmt-check vet lint bench tidy-check clean
+.PHONY: help build build-all docker demo run run-proxy test test-go test-deploy fuzz-smoke fuzz soak fmt-check vet lint bench tidy-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,9 +43,22 @@ run: build-all ## slotgate on :8080 (admin :9090) in front of enginesim, until C
 run-proxy: build ## slotgate in front of a real engine at ENGINE_URL with LIMIT engine slots
 	$(BIN)/slotgate --engine-url $(ENGINE_URL) --engine-request-limit $(LIMIT) --log-format console
 
-test: fmt-check vet lint tidy-check ## gofmt check, go vet, staticcheck, the tidy check, every test with the race detector (the 2-minute soak included), and each fuzz target for 2 s
-	$(GO) test -race -count=1 ./...
+test: fmt-check vet lint tidy-check ## gofmt check, go vet, staticcheck, the tidy check, every test with the race detector (the 2-minute soak included), the deploy checks beside them, and each fuzz target for 2 s
+	@$(MAKE) --no-print-directory -j2 -Otarget test-go test-deploy
 	@$(MAKE) --no-print-directory fuzz-smoke
+
+test-go: ## every test of slotgate's module, with the race detector
+	$(GO) test -race -count=1 ./...
+
+# The deploy checks are a Go module of their own (Kubernetes, Helm, Envoy and
+# Prometheus never reach slotgate's go.mod). Their first build compiles
+# Helm and Kubernetes for minutes, mostly while test-go waits on its
+# end-to-end tests, hence the two side by side in `make test`. Without the
+# race detector: it would add minutes to compiling Helm, and the checks run
+# no concurrent code of slotgate's.
+test-deploy: ## the offline deploy checks: manifests, overlays, Helm, Envoy, Dockerfile, PromQL against the real binary, and promtool
+	cd deploy && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
+	deploy/monitoring/check
 
 # Two targets at a time with one worker each: go test's start-up is most of
 # a short run, and two overlap it on 2 cores.

@@ -1,0 +1,4 @@
+{{- define "slotgate.labels" -}}
+app.kubernetes.io/name: slotgate
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
