@@ -34,7 +34,7 @@ const tokenCheckInterval = time.Second
 
 // challenge is the WWW-Authenticate value of every 401. It is the same for
 // a missing token and a wrong one, so a caller learns nothing from it.
-var challenge = `Bearer realm="` + realm + `"`
+const challenge = `Bearer realm="` + realm + `"`
 
 // Token is the admin port's bearer token, read from a file and read again
 // when the file changes, so that a rotated Kubernetes Secret takes effect
