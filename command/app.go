@@ -97,6 +97,9 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	}
 	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, proxy: p, prober: prober, load: lp}
 	a.drain = newDrainer(log.Named("drain"))
+	if err := reg.Register(metrics.Readiness(a.ready, a.drain.started)); err != nil {
+		return nil, fmt.Errorf("metrics: register readiness: %w", err)
+	}
 	orca, err := lp.orcaService(a.drain.begun)
 	if err != nil {
 		return nil, err

@@ -51,11 +51,17 @@ func TestDrainCommand(t *testing.T) {
 	if code, _ := get(t, s.admin+"/readyz"); code != 200 {
 		t.Fatalf("/readyz %d before the drain, want 200: a failed drain call drained", code)
 	}
+	if _, m := get(t, s.admin+"/metrics"); !strings.Contains(m, "\nslotgate_ready 1\n") || !strings.Contains(m, "\nslotgate_draining 0\n") {
+		t.Errorf("before the drain the metrics lack slotgate_ready 1 and slotgate_draining 0")
+	}
 	code, out := drain(map[string]string{"SLOTGATE_ADMIN_TOKEN_FILE": tokenFile}, "--admin-listen", adminAddr)
 	if code != 0 || !strings.Contains(out, "draining") {
 		t.Fatalf("slotgate drain = %d, %q; want 0, draining", code, out)
 	}
 	if code, _ := get(t, s.admin+"/readyz"); code != 503 {
 		t.Errorf("/readyz %d after slotgate drain, want 503", code)
+	}
+	if _, m := get(t, s.admin+"/metrics"); !strings.Contains(m, "\nslotgate_ready 0\n") || !strings.Contains(m, "\nslotgate_draining 1\n") {
+		t.Errorf("after the drain the metrics lack slotgate_ready 0 and slotgate_draining 1")
 	}
 }

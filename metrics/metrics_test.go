@@ -620,3 +620,33 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestReadiness: slotgate_ready and slotgate_draining follow what /readyz
+// and the drain say, at each scrape.
+func TestReadiness(t *testing.T) {
+	var notReady error
+	draining := false
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.Readiness(func() error { return notReady }, func() bool { return draining }))
+	for _, tc := range []struct {
+		notReady        error
+		draining        bool
+		ready, drainVal int
+	}{
+		{nil, false, 1, 0},
+		{errors.New("engine: health 503"), false, 0, 0},
+		{errors.New("draining"), true, 0, 1},
+	} {
+		notReady, draining = tc.notReady, tc.draining
+		want := fmt.Sprintf(`# HELP slotgate_draining 1 from the moment a drain began (SIGTERM, POST /drain), else 0.
+# TYPE slotgate_draining gauge
+slotgate_draining %d
+# HELP slotgate_ready 1 while /readyz answers 200: the engine answered its health path recently and slotgate is not draining; else 0.
+# TYPE slotgate_ready gauge
+slotgate_ready %d
+`, tc.drainVal, tc.ready)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+			t.Errorf("not ready %v, draining %v: %v", tc.notReady, tc.draining, err)
+		}
+	}
+}
