@@ -177,15 +177,10 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 		ex.Queued = true
 		ex.QueueWait += time.Since(queuedAt) // after any classifier deferral
 	}
-	cause, werr := context.Cause(ctx), w.settle(err != nil)
-	if errors.Is(werr, ErrBodyTimeout) {
-		// The read's deadline may have ended the request's context (and
-		// so ctx) before the watch could give its reason.
-		cause = werr
-	}
+	werr := w.settle(err != nil)
 	if werr != nil && err == nil {
 		p.Release()
-		err = cause
+		err = waitCause(ctx, werr)
 	}
 	gone := parent.Err() != nil
 	if err == nil && (gone || ex.Queued && w.gone()) {
@@ -195,15 +190,22 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 	}
 	var d Decision
 	if err != nil {
-		if !errors.Is(cause, ErrBodyTimeout) {
-			cause = context.Cause(ctx)
-		}
-		d = g.refuseAcquire(ex, err, cause, gone || parent.Err() != nil)
+		d = g.refuseAcquire(ex, err, waitCause(ctx, werr), gone || parent.Err() != nil)
 	} else {
 		d = g.grant(ex, p)
 	}
 	d.Watched = w.started()
 	return g.decided(d, ex)
+}
+
+// waitCause is what ended a wait: the watch's body timeout, which may have
+// ended the request's context (and so ctx) before the watch could give
+// its reason, else ctx's cause.
+func waitCause(ctx context.Context, werr error) error {
+	if errors.Is(werr, ErrBodyTimeout) {
+		return werr
+	}
+	return context.Cause(ctx)
 }
 
 // grant gives the exchange its slot.

@@ -104,7 +104,7 @@ func (b *bodyWatch) take(budget *bodyBudget, n int64) bool {
 // was cut short meanwhile (the deadline ends the request's context too,
 // which the gate may see first and cut the read for).
 func (b *bodyWatch) readError(err error) error {
-	if err != nil && isTimeout(err) && b.ex.bodyLate() {
+	if b.ex.late(err) {
 		return fmt.Errorf("%w: %w", gate.ErrBodyTimeout, err)
 	}
 	return err
@@ -208,14 +208,15 @@ func (ex *exchange) startBodyClock() {
 	_ = http.NewResponseController(&ex.out).SetReadDeadline(ex.bodyDeadline)
 }
 
-// bodyLate reports whether the body's deadline has passed.
-func (ex *exchange) bodyLate() bool {
-	return ex.bodyClock && !time.Now().Before(ex.bodyDeadline)
+// late reports whether err, a read of the body, failed on the body's own
+// deadline: a deadline error once that deadline has passed.
+func (ex *exchange) late(err error) bool {
+	return err != nil && isTimeout(err) && ex.bodyClock && !time.Now().Before(ex.bodyDeadline)
 }
 
 // bodyTimedOut reports whether the body's deadline passed before it
 // arrived.
 func (ex *exchange) bodyTimedOut() bool {
 	err := ex.bodyErr.Load()
-	return err != nil && isTimeout(*err) && ex.bodyLate()
+	return err != nil && ex.late(*err)
 }
