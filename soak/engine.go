@@ -73,8 +73,10 @@ type engineSim struct {
 	args        []string // flags after the addresses
 	client      *http.Client
 
+	// The addresses of the first start, then read-only: the pollers
+	// read them while the chaos goroutine restarts the process.
 	httpAddr, grpcAddr string
-	proc               *process
+	proc               *process // the chaos goroutine's, then finish's
 	starts             int
 }
 
@@ -108,7 +110,15 @@ func (e *engineSim) start() error {
 				p.kill()
 				return fmt.Errorf("soak: enginesim listening line %q: %v", line, err)
 			}
-			e.proc, e.httpAddr, e.grpcAddr = p, l.Addr, l.GRPCAddr
+			if e.httpAddr == "" {
+				// Written once, before the pollers start: they read the
+				// addresses while a restart runs.
+				e.httpAddr, e.grpcAddr = l.Addr, l.GRPCAddr
+			} else if l.Addr != e.httpAddr || l.GRPCAddr != e.grpcAddr {
+				p.kill()
+				return fmt.Errorf("soak: enginesim restarted on %s and %s, not %s and %s", l.Addr, l.GRPCAddr, e.httpAddr, e.grpcAddr)
+			}
+			e.proc = p
 			return nil
 		}
 		p.kill()
