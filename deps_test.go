@@ -130,6 +130,13 @@ var rules = []rule{
 	// standard library, so a router embedding load/watch pulls in no
 	// scraper and no Prometheus.
 	{pkg: "load/report", stdlibOnly: true},
+	// The engine's exposition rewritten for endpoint pickers: text in,
+	// text out, over load's vocabulary only.
+	{pkg: "load/exposition", stdlibOnly: true, allow: []string{module + "/load"}},
+	// Dynamo's event plane: its own MessagePack and NATS client over the
+	// published snapshots, nothing else of slotgate's; the wiring is
+	// command's.
+	{pkg: "load/eventplane", stdlibOnly: true, allow: []string{module + "/load/report"}},
 	{pkg: "load/watch", stdlibOnly: true, allow: []string{module + "/load/report"}},
 	// The benchmark drives slotgate from outside, as a user would: it reads
 	// the load snapshot's wire form and calls vLLM's gRPC Generate with the

@@ -35,6 +35,11 @@
 //   - Readers get snapshots: Load returns a copy of an immutable
 //     EngineLoad held in an atomic.Pointer, replaced whole after each
 //     scrape, stamped with the time of the last success.
+//   - With Options.KeepExposition, Exposition returns the engine's
+//     Prometheus text of the latest successful scrape (vLLM's parsed
+//     /metrics; SGLang's /metrics, read after /v1/loads), byte for byte,
+//     never modified once stored, with the same staleness rule; a body
+//     that does not parse is never kept. Without it nothing is kept.
 //   - Options.OnChange is called after every scrape that stored a
 //     snapshot, and only from Run's goroutine.
 //

@@ -54,6 +54,7 @@ func (s *Scraper) fetch(ctx context.Context) ([]load.Rank, error) {
 func (s *Scraper) parse(ctx context.Context, body []byte) ([]load.Rank, error) {
 	switch s.active {
 	case DialectVLLM:
+		s.lastText = body // kept only if it parses: see keepExposition
 		return ParseVLLM(bytes.NewReader(body), s.overrides.DataParallelSize)
 	case DialectSGLang:
 		return s.parseSGLang(ctx, body)

@@ -47,6 +47,12 @@ type Options struct {
 	// engine's figures did not; the reader decides whether that is news.
 	// It must not block: it runs on the scrape loop.
 	OnChange func()
+	// KeepExposition keeps the engine's Prometheus text of each successful
+	// scrape for Exposition: vLLM's /metrics, which the scrape reads
+	// anyway, and SGLang's /metrics, fetched after /v1/loads on each
+	// scrape for it. TensorRT-LLM has no text to keep (its /metrics is
+	// JSON).
+	KeepExposition bool
 	// Logger receives the state changes: the dialect detected, the
 	// snapshot turning stale, and fresh again; nil means none. Nothing is
 	// logged per scrape.
@@ -64,8 +70,10 @@ type Scraper struct {
 	overrides Overrides
 	log       *slog.Logger
 	onChange  func()
+	keepText  bool
 
 	snap    atomic.Pointer[EngineLoad] // never nil; immutable once stored
+	text    atomic.Pointer[Exposition] // never nil; immutable once stored
 	running atomic.Bool
 
 	// Owned by Run's goroutine.
@@ -73,6 +81,7 @@ type Scraper struct {
 	trtRanks   []load.Rank // TensorRT-LLM: the last values of each rank seen
 	sglang     SGLangInfo  // SGLang: page size and max prefill tokens
 	sglangDone bool        // SGLang: the info was asked for once
+	lastText   []byte      // vLLM: the body of the last /metrics read
 }
 
 // New validates opts, applies the defaults, and returns a Scraper
@@ -88,7 +97,7 @@ func New(opts Options) (*Scraper, error) {
 	s := &Scraper{
 		base: opts.EngineURL, dialect: opts.Dialect, interval: cmpOr(opts.Interval, DefaultInterval),
 		timeout: cmpOr(opts.Timeout, DefaultTimeout), client: opts.Client, overrides: opts.Overrides, log: opts.Logger,
-		onChange: opts.OnChange,
+		onChange: opts.OnChange, keepText: opts.KeepExposition,
 	}
 	if s.onChange == nil {
 		s.onChange = func() {}
@@ -108,6 +117,7 @@ func New(opts Options) (*Scraper, error) {
 	// is at least rank 0, carrying the static values.
 	dp := max(opts.Overrides.DataParallelSize, 1)
 	s.snap.Store(&EngineLoad{Dialect: s.active, Ranks: s.overrides.apply(nil, dp)})
+	s.text.Store(&Exposition{})
 	return s, nil
 }
 
@@ -179,8 +189,10 @@ func (s *Scraper) scrape(ctx context.Context) {
 	}
 	if err != nil {
 		s.fail(err)
+		s.textFailed(err)
 	} else {
 		s.succeed(ranks)
+		s.keepExposition(sctx)
 	}
 	s.onChange()
 }
