@@ -59,6 +59,7 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	}
 	wg.Go(func() { _ = a.prober.Run(ctx) })
 	wg.Go(func() { a.load.run(ctx) })
+	wg.Go(func() { runEventPlane(ctx, a.cfg, a.load.hub, a.log) })
 	code, now := a.await(signals, serveErr)
 	a.adminServer.Close()
 	a.proxyServer.Close()

@@ -65,6 +65,8 @@ func newLoadParts(cfg config.Config, lims *gate.Limiters, client *http.Client, l
 		},
 		OnChange: lp.notify,
 		Logger:   logging.Slog(log.Named("load")),
+		// The proxy port's /metrics answers from the scrape's text.
+		KeepExposition: cfg.ServeEngineMetrics,
 	})
 	if err != nil {
 		return nil, err

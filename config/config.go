@@ -116,6 +116,11 @@ type Config struct {
 	// EngineMetricsDialect is auto, vllm, sglang, trtllm or none
 	// (--engine-metrics-dialect, SLOTGATE_ENGINE_METRICS_DIALECT, auto).
 	EngineMetricsDialect string
+	// ServeEngineMetrics answers GET /metrics on the proxy port from the
+	// scraper's latest engine scrape, slotgate's queue added to the
+	// engine's waiting gauge (--serve-engine-metrics,
+	// SLOTGATE_SERVE_ENGINE_METRICS, auto: on unless the dialect is none).
+	ServeEngineMetrics bool
 	// KVTotalBlocks, BlockSize, MaxNumBatchedTokens and DataParallelSize
 	// are static values for what the engine does not export
 	// (--kv-total-blocks, --block-size, --max-num-batched-tokens,
@@ -135,6 +140,23 @@ type Config struct {
 	// ORCAHeader adds endpoint-load-metrics to proxied responses
 	// (--orca-header, SLOTGATE_ORCA_HEADER).
 	ORCAHeader bool
+	// DynamoEventPlane is the NATS server the load is published to as
+	// Dynamo ActiveLoad events (--dynamo-event-plane,
+	// SLOTGATE_DYNAMO_EVENT_PLANE; else NATS_SERVER, or
+	// nats://localhost:4222, when DYN_EVENT_PLANE=nats); "" is off.
+	DynamoEventPlane string
+	// DynamoNamespace, DynamoComponent and DynamoEndpointName name the
+	// Dynamo endpoint (--dynamo-endpoint, SLOTGATE_DYNAMO_ENDPOINT,
+	// dyn://dynamo.backend.generate).
+	DynamoNamespace, DynamoComponent, DynamoEndpointName string
+	// DynamoWorkerID is the worker's Dynamo instance id
+	// (--dynamo-worker-id, SLOTGATE_DYNAMO_WORKER_ID); nil when unset,
+	// and then DynamoPodName (--pod-name, POD_NAME) gives it.
+	DynamoWorkerID *uint64
+	DynamoPodName  string
+	// DynamoEventHeartbeat is how often every rank is republished
+	// (--dynamo-event-heartbeat, SLOTGATE_DYNAMO_EVENT_HEARTBEAT, 10s).
+	DynamoEventHeartbeat time.Duration
 	// AdminGRPCListen is the gRPC admin address (--admin-grpc-listen,
 	// SLOTGATE_ADMIN_GRPC_LISTEN, ":9091"); "" (given as off) is none.
 	AdminGRPCListen string
@@ -227,4 +249,5 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.fillLoad(r, v)
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
+	c.fillEventPlane(r, v)
 }

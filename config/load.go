@@ -17,6 +17,7 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 		v.Fail("engine-metrics-interval", r.EngineMetricsInterval, "must be at least 10ms")
 	}
 	c.EngineMetricsDialect = v.OneOf("engine-metrics-dialect", r.EngineMetricsDialect, "auto", "vllm", "sglang", "trtllm", "none")
+	c.ServeEngineMetrics = serveEngineMetrics(v, r.ServeEngineMetrics, c.EngineMetricsDialect)
 	const nonNeg = "must be a whole number, 0 for unset"
 	c.KVTotalBlocks = v.Int64("kv-total-blocks", r.KVTotalBlocks, 0, math.MaxInt64, nonNeg)
 	c.BlockSize = v.Int64("block-size", r.BlockSize, 0, 1<<20, "must be a whole number up to 1048576, 0 for unset")
@@ -40,7 +41,7 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 	}
 	c.ModelName = v.NonEmpty("model-name", r.ModelName)
 	c.AdmissionConfig = strings.TrimSpace(r.AdmissionConfig)
-	if c.EngineMetricsDialect == "trtllm" && slices.Contains(c.PassthroughPaths, "/metrics") {
+	if c.EngineMetricsDialect == "trtllm" && !c.ServeEngineMetrics && slices.Contains(c.PassthroughPaths, "/metrics") {
 		v.Warn(v.Name("passthrough-paths") + " forwards /metrics to TensorRT-LLM, whose metrics drain on read: " +
 			"whatever scrapes it through the proxy takes iterations from slotgate's load; scrape slotgate's admin /metrics instead")
 	}

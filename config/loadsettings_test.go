@@ -135,14 +135,19 @@ func TestRejectWhenBusyWithoutThresholdWarns(t *testing.T) {
 }
 
 // TestTRTLLMMetricsPassthroughWarns: TensorRT-LLM's /metrics drains on
-// read, so forwarding it through the proxy steals slotgate's figures.
+// read, so forwarding it through the proxy steals slotgate's figures;
+// served from slotgate's own scrape (the default), it is not forwarded.
 func TestTRTLLMMetricsPassthroughWarns(t *testing.T) {
-	c := mustLoad(t, []string{"--engine-metrics-dialect=trtllm"}, map[string]string{})
+	c := mustLoad(t, []string{"--engine-metrics-dialect=trtllm", "--serve-engine-metrics=false"}, map[string]string{})
 	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "drain") {
 		t.Errorf("Warnings = %q, want one about /metrics draining", c.Warnings)
 	}
-	c = mustLoad(t, []string{"--engine-metrics-dialect=trtllm", "--passthrough-paths=/health"}, map[string]string{})
-	if len(c.Warnings) != 0 {
-		t.Errorf("Warnings = %q without /metrics passed through, want none", c.Warnings)
+	for _, args := range [][]string{
+		{"--engine-metrics-dialect=trtllm", "--serve-engine-metrics=false", "--passthrough-paths=/health"},
+		{"--engine-metrics-dialect=trtllm"},
+	} {
+		if c := mustLoad(t, args, map[string]string{}); len(c.Warnings) != 0 {
+			t.Errorf("%q: Warnings = %q without /metrics passed through, want none", args, c.Warnings)
+		}
 	}
 }

@@ -148,6 +148,10 @@ func TestUsageMatchesLoad(t *testing.T) {
 					def = "http://127.0.0.1:50051"
 				case "grpc-listen":
 					def = "127.0.0.1:9092"
+				case "dynamo-event-plane":
+					def = "off"
+				case "dyn-event-plane":
+					def = "zmq"
 				}
 			}
 			env := base()
