@@ -40,6 +40,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		mux.Handle(pattern, h)
 	}
 	mux.Handle("GET /metrics", opts.Metrics)
+	mux.Handle(statusPattern, statusPage())
 	if opts.Profiling {
 		addProfiling(mux)
 	}

@@ -218,7 +218,7 @@ func TestMetricsServedByGivenHandler(t *testing.T) {
 
 func TestUnknownPaths(t *testing.T) {
 	f := newFixture(t)
-	for _, path := range []string{"/", "/healthz", "/health", "/metrics/x", "/drainx", "/v1/chat/completions"} {
+	for _, path := range []string{"/index.html", "/healthz", "/health", "/metrics/x", "/drainx", "/v1/chat/completions"} {
 		t.Run(path, func(t *testing.T) {
 			resp, _ := f.do(t, http.MethodGet, path)
 			if resp.StatusCode != http.StatusNotFound {
