@@ -14,7 +14,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ENGINE_URL  ?= http://127.0.0.1:8000
 LIMIT       ?= 8
 
-.PHONY: help build build-all docker demo run run-proxy test test-go test-deploy fuzz-smoke fuzz soak fmt-check vet lint bench tidy-check clean
+.PHONY: help build build-all docker demo demo-fleet run run-proxy test test-go test-deploy test-interop fuzz-smoke fuzz soak fmt-check vet lint bench tidy-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -37,14 +37,18 @@ docker: ## build the image IMAGE (slotgate:VERSION) with Docker, version and com
 demo: build-all ## one command: enginesim, slotgate (N=8, Q=4) and a burst of 64 streams, then a summary
 	$(BIN)/slotgate-demo --bin $(BIN)
 
+demo-fleet: build-all ## three workers (enginesim + slotgate each) behind the reference frontend: the same burst routed by load, then round robin, live view and summary
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./examples/frontend/cmd/frontend ./examples/frontend/cmd/fleet-demo
+	$(BIN)/fleet-demo --bin $(BIN)
+
 run: build-all ## slotgate on :8080 (admin :9090) in front of enginesim, until Ctrl-C, with curl examples
 	$(BIN)/slotgate-demo --bin $(BIN) --serve --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:9090 --admin-grpc-listen 127.0.0.1:9091
 
 run-proxy: build ## slotgate in front of a real engine at ENGINE_URL with LIMIT engine slots
 	$(BIN)/slotgate --engine-url $(ENGINE_URL) --engine-request-limit $(LIMIT) --log-format console
 
-test: fmt-check vet lint tidy-check ## gofmt check, go vet, staticcheck, the tidy check, every test with the race detector (the 2-minute soak included), the deploy checks beside them, and each fuzz target for 2 s
-	@$(MAKE) --no-print-directory -j2 -Otarget test-go test-deploy
+test: fmt-check vet lint tidy-check ## gofmt check, go vet, staticcheck, the tidy check, every test with the race detector (the 2-minute soak included), the deploy and interop checks beside them, and each fuzz target for 2 s
+	@$(MAKE) --no-print-directory -j2 -Otarget test-go test-deploy test-interop
 	@$(MAKE) --no-print-directory fuzz-smoke
 
 test-go: ## every test of slotgate's module, with the race detector
@@ -59,6 +63,12 @@ test-go: ## every test of slotgate's module, with the race detector
 test-deploy: ## the offline deploy checks: manifests, overlays, Helm, Envoy, Dockerfile, PromQL against the real binary, and promtool
 	cd deploy && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
 	deploy/monitoring/check
+
+# The interop checks are a module of their own too: a NATS server run
+# in-process and headless Chromium (installed by the test where apt-get
+# can, skipped with a message elsewhere) never reach slotgate's go.mod.
+test-interop: ## slotgate against real third parties: a NATS server with NATS's client and an independent MessagePack decoder, and the status page in headless Chromium
+	cd interop && $(GO) vet ./... && $(GO) mod tidy -diff && $(GO) test -count=1 ./...
 
 # Two targets at a time with one worker each: go test's start-up is most of
 # a short run, and two overlap it on 2 cores.
