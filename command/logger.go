@@ -64,6 +64,9 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Bool("capped", c.GateOn()),
 		zap.Duration("engine_metrics_interval", c.EngineMetricsInterval),
 		zap.String("engine_metrics_dialect", c.EngineMetricsDialect),
+		zap.Bool("serve_engine_metrics", c.ServeEngineMetrics),
+		// On or off only: the URL may carry NATS credentials.
+		zap.Bool("dynamo_event_plane", c.DynamoEventPlane != ""),
 		zap.Int64("kv_total_blocks", c.KVTotalBlocks), zap.Int64("block_size", c.BlockSize),
 		zap.Int64("max_num_batched_tokens", c.MaxNumBatchedTokens), zap.Int("data_parallel_size", c.DataParallelSize),
 		optional("active_decode_blocks_threshold", c.DecodeThreshold), src("active-decode-blocks-threshold"),
