@@ -3,6 +3,7 @@ package soak
 import (
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -111,4 +112,32 @@ func createTemp(t *testing.T) (*os.File, error) {
 		t.Cleanup(func() { f.Close() })
 	}
 	return f, err
+}
+
+// TestProgressFromManyGoroutines: the load loop and the chaos goroutine
+// report at the same time into a Progress that is not safe for concurrent
+// writes (the e2e test's strings.Builder); under the race detector an
+// unguarded write fails this test, and every line must arrive whole.
+func TestProgressFromManyGoroutines(t *testing.T) {
+	var out strings.Builder
+	d := &driver{opts: Options{Progress: &out}}
+	const writers, lines = 4, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range lines {
+				d.progress("writer %d line %d", w, i)
+			}
+		})
+	}
+	wg.Wait()
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(got) != writers*lines {
+		t.Fatalf("%d lines, want %d", len(got), writers*lines)
+	}
+	for _, l := range got {
+		if !strings.HasPrefix(l, "soak: writer ") {
+			t.Errorf("mangled line %q", l)
+		}
+	}
 }

@@ -53,6 +53,8 @@ type driver struct {
 	limitChanges, faultChanges, restarts int
 	faultsNow                            Faults
 	missingPeakMetric                    atomic.Bool
+
+	progressMu sync.Mutex // one progress line at a time
 }
 
 // Run drives one soak with opts and returns its report; the soak failed
@@ -107,7 +109,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// progress writes one line to opts.Progress. The load loop and the chaos
+// goroutine both report, and a Progress such as a strings.Builder is not
+// safe for concurrent writes: the lines are written one at a time.
 func (d *driver) progress(format string, args ...any) {
+	d.progressMu.Lock()
+	defer d.progressMu.Unlock()
 	fmt.Fprintf(d.opts.Progress, "soak: "+format+"\n", args...)
 }
 
