@@ -101,6 +101,8 @@ var rules = []rule{
 	// else of slotgate's.
 	{pkg: "admin/limits", stdlibOnly: true, allow: []string{pkgLimiter, pkgJSONAPI}},
 	{pkg: "health", forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgLimiter}},
+	// The demos' child processes: nothing of slotgate's.
+	{pkg: "internal/childproc", stdlibOnly: true},
 	{pkg: "internal/testlog", stdlibOnly: true}, // a test helper: nothing of slotgate's
 	{pkg: "engine", stdlibOnly: true},           // the engine client: net/http and sockets, nothing of slotgate's
 	// The load generator measures any OpenAI-compatible server: it knows

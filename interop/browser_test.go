@@ -1,10 +1,7 @@
 package interop_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,11 +59,6 @@ func lookChromium() string {
 	return ""
 }
 
-func outputTail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
 // newBrowser starts a headless Chromium with a fresh profile and returns
 // a tab's context, bounded by limit. Chromium ends with the test.
 // The flags keep it off the network (no component updates, sync, QUIC
@@ -98,116 +90,6 @@ func newBrowser(t *testing.T, chromium string, limit time.Duration) context.Cont
 		t.Fatalf("start Chromium (%s): %v", chromium, err)
 	}
 	return tab
-}
-
-// statusProc is one of slotgate's programs run as a real process for the
-// status page test; it is killed when the test ends, and its output shown
-// if the test failed.
-type statusProc struct {
-	t      *testing.T
-	name   string
-	cmd    *exec.Cmd
-	out    *procOutput
-	exited chan struct{} // closed once the process was waited for
-}
-
-// startStatusProc runs bin(name) with args in a minimal environment.
-func startStatusProc(t *testing.T, name string, args ...string) *statusProc {
-	t.Helper()
-	cmd := exec.Command(bin(name), args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	p := &statusProc{t: t, name: name, cmd: cmd, out: newProcOutput(), exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { _ = cmd.Wait(); p.out.close(); close(p.exited) }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, outputTail(p.out.String(), 40))
-		}
-	})
-	return p
-}
-
-// kill ends the process at once, as a crash would, and waits for it.
-func (p *statusProc) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
-}
-
-// listening waits for the process's JSON "listening" line and decodes it
-// into v.
-func (p *statusProc) listening(v any) {
-	p.t.Helper()
-	line, ok := p.out.waitFor(`"msg":"listening"`, 30*time.Second)
-	if !ok {
-		p.t.Fatalf("%s did not log its listening line; output:\n%s", p.name, outputTail(p.out.String(), 20))
-	}
-	if err := json.Unmarshal([]byte(line), v); err != nil {
-		p.t.Fatalf("%s listening line %q: %v", p.name, line, err)
-	}
-}
-
-// procOutput collects a process's output and wakes the waits for a line.
-type procOutput struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	change chan struct{} // closed and replaced on every write and at close
-	closed bool
-}
-
-func newProcOutput() *procOutput { return &procOutput{change: make(chan struct{})} }
-
-func (o *procOutput) Write(b []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf.Write(b)
-	close(o.change)
-	o.change = make(chan struct{})
-	return len(b), nil
-}
-
-func (o *procOutput) close() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.closed = true
-	close(o.change)
-	o.change = make(chan struct{})
-}
-
-func (o *procOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
-// waitFor returns the first line holding substr, waiting up to limit; ok
-// is false when the limit passed or the process ended without it.
-func (o *procOutput) waitFor(substr string, limit time.Duration) (line string, ok bool) {
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	for {
-		o.mu.Lock()
-		text, change, closed := o.buf.String(), o.change, o.closed
-		o.mu.Unlock()
-		sc := bufio.NewScanner(strings.NewReader(text))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), substr) {
-				return sc.Text(), true
-			}
-		}
-		if closed {
-			return "", false
-		}
-		select {
-		case <-change:
-		case <-deadline.C:
-			return "", false
-		}
-	}
 }
 
 // pageChatBody is a chat completion whose answer is max tokens long.

@@ -1,16 +1,11 @@
 package interop_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -20,71 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/vmihailenco/msgpack/v5"
 )
-
-// process is a command started by a test, killed at its end; its output
-// is kept for the failure log.
-type process struct {
-	mu     sync.Mutex
-	out    bytes.Buffer
-	lines  chan map[string]any // JSON log lines
-	exited chan struct{}
-}
-
-// startProcess runs bin(name) with args and env, and returns it with the
-// fields of its "listening" log line.
-func startProcess(t *testing.T, name string, env []string, args ...string) (*process, map[string]any) {
-	t.Helper()
-	cmd := exec.Command(bin(name), args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &process{lines: make(chan map[string]any, 1024), exited: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go p.scan(pr)
-	go func() { _ = cmd.Wait(); pw.Close(); close(p.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			p.mu.Lock()
-			t.Logf("%s output:\n%s", name, p.out.String())
-			p.mu.Unlock()
-		}
-	})
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case l := <-p.lines:
-			if l["msg"] == "listening" {
-				return p, l
-			}
-		case <-p.exited:
-			t.Fatalf("%s exited before listening", name)
-		case <-deadline:
-			t.Fatalf("%s did not log listening within 30s", name)
-		}
-	}
-}
-
-func (p *process) scan(r io.Reader) {
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 64<<10), 1<<20)
-	for s.Scan() {
-		p.mu.Lock()
-		p.out.Write(s.Bytes())
-		p.out.WriteByte('\n')
-		p.mu.Unlock()
-		var l map[string]any
-		if json.Unmarshal(s.Bytes(), &l) == nil {
-			select {
-			case p.lines <- l:
-			default: // nobody reads past "listening"
-			}
-		}
-	}
-}
 
 // runNATS starts an in-process NATS server on 127.0.0.1, at port (-1 for
 // a random one).

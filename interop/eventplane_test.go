@@ -21,11 +21,13 @@ const subject = "namespace.dynamo.component.backend.endpoint.generate.kv_metrics
 // proxy address.
 func startWorker(t *testing.T, natsURL string, env []string, engineArgs ...string) string {
 	t.Helper()
-	_, engine := startProcess(t, "enginesim", nil, append([]string{"--listen", "127.0.0.1:0"}, engineArgs...)...)
-	_, sg := startProcess(t, "slotgate", env, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--admin-grpc-listen", "off", "--access-log=false", "--engine-url", "http://"+engine["addr"].(string),
-		"--engine-metrics-interval", "50ms", "--dynamo-event-plane", natsURL, "--dynamo-event-heartbeat", "1s")
-	return sg["proxy"].(string)
+	var engine struct{ Addr string }
+	startProc(t, "enginesim", nil, append([]string{"--listen", "127.0.0.1:0"}, engineArgs...)...).listening(&engine)
+	var sg struct{ Proxy string }
+	startProc(t, "slotgate", env, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--admin-grpc-listen", "off", "--access-log=false", "--engine-url", "http://"+engine.Addr,
+		"--engine-metrics-interval", "50ms", "--dynamo-event-plane", natsURL, "--dynamo-event-heartbeat", "1s").listening(&sg)
+	return sg.Proxy
 }
 
 // readGolden reads a testdata file of hex bytes with "#" comments.

@@ -62,7 +62,7 @@ func TestStatusPage(t *testing.T) {
 
 // pageSidecar is a running slotgate and its base URLs.
 type pageSidecar struct {
-	*statusProc
+	*proc
 	proxy, admin string
 }
 
@@ -70,7 +70,7 @@ type pageSidecar struct {
 // test's streams to fill a visible part of it.
 func startPageEngine(t *testing.T) string {
 	t.Helper()
-	p := startStatusProc(t, "enginesim", "--listen", "127.0.0.1:0", "--num-gpu-blocks", "2048")
+	p := startProc(t, "enginesim", nil, "--listen", "127.0.0.1:0", "--num-gpu-blocks", "2048")
 	var line struct{ Addr string }
 	p.listening(&line)
 	return "http://" + line.Addr
@@ -78,14 +78,14 @@ func startPageEngine(t *testing.T) string {
 
 func startPageSlotgate(t *testing.T, engineURL, adminAddr string) pageSidecar {
 	t.Helper()
-	p := startStatusProc(t, "slotgate", "--listen", "127.0.0.1:0", "--admin-listen", adminAddr,
+	p := startProc(t, "slotgate", nil, "--listen", "127.0.0.1:0", "--admin-listen", adminAddr,
 		"--admin-grpc-listen", "off", "--engine-url", engineURL,
 		"--engine-request-limit", strconv.Itoa(pageSlots), "--engine-request-waiting-limit", strconv.Itoa(pageWaiting),
 		"--request-queue-limit", strconv.Itoa(pageQueue),
 		"--active-decode-blocks-threshold", "0.85", "--active-prefill-tokens-threshold", "4096")
 	var line struct{ Proxy, Admin string }
 	p.listening(&line)
-	return pageSidecar{statusProc: p, proxy: "http://" + line.Proxy, admin: "http://" + line.Admin}
+	return pageSidecar{proc: p, proxy: "http://" + line.Proxy, admin: "http://" + line.Admin}
 }
 
 // pageLoadView is what the test reads of GET /v1/load.

@@ -10,7 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/childproc"
+	"github.com/slotgate/slotgate/loadgen"
 )
+
+// stopGrace is how long a process has to end after SIGTERM before it is
+// killed.
+const stopGrace = 10 * time.Second
 
 // run starts the three processes, drives the burst, prints the summary and
 // stops everything it started, whatever happens.
@@ -19,20 +26,17 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("log folder: %w", err)
 	}
-	var procs []*proc
+	procs := childproc.NewGroup(logDir, stopGrace)
 	defer func() {
-		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop()
-		}
+		procs.StopAll()
 		fmt.Fprintf(out, "\nEvery process stopped. Logs: %s\n", logDir)
 	}()
 	start := func(name string, args ...string) (map[string]any, error) {
-		p, err := startProc(o, logDir, name, args...)
+		p, err := procs.Start(name, filepath.Join(o.bin, name), args...)
 		if err != nil {
 			return nil, err
 		}
-		procs = append(procs, p)
-		return p.listening(ctx)
+		return p.Listening(ctx)
 	}
 	eng, err := start("enginesim", "--listen", "127.0.0.1:0", "--max-num-seqs", strconv.Itoa(o.slots),
 		"--speedup-ratio", strconv.FormatFloat(o.speedup, 'f', -1, 64))
@@ -57,26 +61,26 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "Driving %d concurrent streams for %s: %d more than N+Q can hold.\n\n",
 		o.concurrency, o.duration, o.concurrency-o.slots-o.queue)
-	return burst(ctx, o, out, logDir, proxyURL, adminURL, &procs)
+	return burst(ctx, o, out, procs, proxyURL, adminURL)
 }
 
 // burst runs the load generator while the watcher shows slotgate's state.
-func burst(ctx context.Context, o options, out io.Writer, logDir, proxyURL, adminURL string, procs *[]*proc) error {
-	resultPath := filepath.Join(logDir, "loadgen.json")
-	lg, err := startProc(o, logDir, "slotgate-loadgen", "--url", proxyURL, "--mode", "closed",
+func burst(ctx context.Context, o options, out io.Writer, procs *childproc.Group, proxyURL, adminURL string) error {
+	resultPath := filepath.Join(procs.LogDir(), "loadgen.json")
+	lg, err := procs.Start("slotgate-loadgen", filepath.Join(o.bin, "slotgate-loadgen"),
+		"--url", proxyURL, "--mode", "closed",
 		"--concurrency", strconv.Itoa(o.concurrency), "--duration", o.duration.String(),
 		"--max-tokens", strconv.Itoa(o.maxTokens), "--stream", "--json", resultPath, "--progress-interval", "0")
 	if err != nil {
 		return err
 	}
-	*procs = append(*procs, lg)
 	w := &watcher{o: o, adminURL: adminURL, out: out, terminal: isTerminal(out)}
-	w.run(ctx, lg.exited)
+	w.run(ctx, lg.Exited())
 	if ctx.Err() != nil {
 		return nil // Ctrl-C: the deferred clean-up stops everything
 	}
-	if code := lg.cmd.ProcessState.ExitCode(); code != 0 {
-		return fmt.Errorf("slotgate-loadgen exited %d; see %s", code, lg.logPath)
+	if code := lg.ExitCode(); code != 0 {
+		return fmt.Errorf("slotgate-loadgen exited %d; see %s", code, lg.LogPath())
 	}
 	res, err := readLoadgen(resultPath)
 	if err != nil {
@@ -115,19 +119,9 @@ func waitReady(ctx context.Context, adminURL string) error {
 	return fmt.Errorf("slotgate was not ready within 30s (%s/readyz)", adminURL)
 }
 
-// loadgenResult is the part of slotgate-loadgen's --json output the demo
-// uses.
-type loadgenResult struct {
-	Sent     int            `json:"sent"`
-	ByStatus map[string]int `json:"by_status"`
-	TTFT     struct {
-		P50 float64 `json:"p50"`
-		P99 float64 `json:"p99"`
-	} `json:"ttft_seconds"`
-}
-
-func readLoadgen(path string) (loadgenResult, error) {
-	var r loadgenResult
+// readLoadgen reads slotgate-loadgen's --json report.
+func readLoadgen(path string) (loadgen.Report, error) {
+	var r loadgen.Report
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return r, fmt.Errorf("read load generator results: %w", err)

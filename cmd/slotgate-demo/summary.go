@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/slotgate/slotgate/loadgen"
 )
 
 // summary is the demo's result, printed and optionally written as JSON.
@@ -24,17 +26,17 @@ type summary struct {
 	RejectionTotal   float64 `json:"dynamo_rejection_request_total"`
 }
 
-func newSummary(o options, r loadgenResult, w *watcher, final sample) summary {
+func newSummary(o options, r loadgen.Report, w *watcher, final sample) summary {
 	s := summary{
-		N: o.slots, Q: o.queue, Sent: r.Sent,
+		N: o.slots, Q: o.queue, Sent: int(r.Sent),
 		ServedDirect: int(final.direct), ServedQueued: int(final.queued),
-		Rejected529: r.ByStatus["529"], ClientOK: r.ByStatus["200"],
+		Rejected529: int(r.ByStatus["529"]), ClientOK: int(r.ByStatus["200"]),
 		TTFTP50: r.TTFT.P50, TTFTP99: r.TTFT.P99,
 		MaxEngineRequest: w.maxEngine, MaxRequestQueue: w.maxQueue, RejectionTotal: final.rejected,
 	}
 	for status, n := range r.ByStatus {
 		if status != "200" && status != "529" {
-			s.OtherStatuses += n
+			s.OtherStatuses += int(n)
 		}
 	}
 	return s

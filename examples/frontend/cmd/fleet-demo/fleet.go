@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/slotgate/slotgate/internal/childproc"
 	"github.com/slotgate/slotgate/load/report"
 )
 
@@ -19,7 +20,7 @@ type member struct {
 
 // startFleet starts each worker's enginesim and slotgate and returns once
 // every slotgate is ready.
-func startFleet(ctx context.Context, o options, ps *procs) ([]member, error) {
+func startFleet(ctx context.Context, o options, ps *childproc.Group) ([]member, error) {
 	fleet := make([]member, 0, o.workers)
 	for i := range o.workers {
 		m, err := startWorker(ctx, o, ps, i)
@@ -36,20 +37,20 @@ func startFleet(ctx context.Context, o options, ps *procs) ([]member, error) {
 	return fleet, nil
 }
 
-func startWorker(ctx context.Context, o options, ps *procs, i int) (member, error) {
+func startWorker(ctx context.Context, o options, ps *childproc.Group, i int) (member, error) {
 	name := fmt.Sprintf("worker-%d", i)
-	eng, err := ps.start("enginesim-"+strconv.Itoa(i), filepath.Join(o.bin, "enginesim"),
+	eng, err := ps.Start("enginesim-"+strconv.Itoa(i), filepath.Join(o.bin, "enginesim"),
 		"--listen", "127.0.0.1:0", "--max-num-seqs", strconv.Itoa(o.slots),
 		"--num-gpu-blocks", strconv.Itoa(o.kvBlocks), "--seed", strconv.Itoa(i),
 		"--speedup-ratio", strconv.FormatFloat(o.speedup, 'f', -1, 64))
 	if err != nil {
 		return member{}, err
 	}
-	line, err := eng.listening(ctx)
+	line, err := eng.Listening(ctx)
 	if err != nil {
 		return member{}, err
 	}
-	sg, err := ps.start("slotgate-"+strconv.Itoa(i), filepath.Join(o.bin, "slotgate"),
+	sg, err := ps.Start("slotgate-"+strconv.Itoa(i), filepath.Join(o.bin, "slotgate"),
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-grpc-listen", "off",
 		"--engine-url", fmt.Sprintf("http://%v", line["addr"]),
 		"--engine-request-limit", strconv.Itoa(o.slots), "--engine-request-waiting-limit", strconv.Itoa(o.waiting),
@@ -60,7 +61,7 @@ func startWorker(ctx context.Context, o options, ps *procs, i int) (member, erro
 	if err != nil {
 		return member{}, err
 	}
-	line, err = sg.listening(ctx)
+	line, err = sg.Listening(ctx)
 	if err != nil {
 		return member{}, err
 	}

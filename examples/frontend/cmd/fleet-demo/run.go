@@ -12,7 +12,13 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/examples/frontend/router"
+	"github.com/slotgate/slotgate/internal/childproc"
+	"github.com/slotgate/slotgate/loadgen"
 )
+
+// stopGrace is how long a process has to end after SIGTERM before its
+// process group is killed.
+const stopGrace = 5 * time.Second
 
 // run starts the fleet, drives the burst through each frontend, prints the
 // summary and stops every process it started, whatever happens.
@@ -21,10 +27,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("log folder: %w", err)
 	}
-	ps := &procs{logDir: logDir}
+	ps := childproc.NewGroup(logDir, stopGrace)
 	var s summary
 	runErr := drive(ctx, o, out, ps, &s)
-	s.Processes = ps.stopAll()
+	s.Processes = ps.StopAll()
 	fmt.Fprintf(out, "\nEvery process stopped (%d). Logs: %s\n", len(s.Processes), logDir)
 	var errs []error
 	if runErr != nil && ctx.Err() == nil {
@@ -45,7 +51,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 // drive starts the fleet and runs the burst in each mode, the fleet
 // drained in between, then prints the summary.
-func drive(ctx context.Context, o options, out io.Writer, ps *procs, s *summary) error {
+func drive(ctx context.Context, o options, out io.Writer, ps *childproc.Group, s *summary) error {
 	fleet, err := startFleet(ctx, o, ps)
 	if err != nil {
 		return err
@@ -83,18 +89,18 @@ type mode struct {
 
 // burst starts a frontend in mode m, drives the burst through it while
 // the live view runs, and stops the frontend.
-func burst(ctx context.Context, o options, out io.Writer, ps *procs, fleet []member, m mode) (modeResult, error) {
+func burst(ctx context.Context, o options, out io.Writer, ps *childproc.Group, fleet []member, m mode) (modeResult, error) {
 	args := []string{"--listen", "127.0.0.1:0", "--policy", string(m.policy),
 		"--cooldown", o.cooldown.String(), "--retries", strconv.Itoa(m.retries)}
 	for _, w := range fleet {
 		args = append(args, "--worker", "name="+w.name+",proxy="+w.proxy+",admin="+w.admin)
 	}
-	fe, err := ps.start("frontend-"+m.name, o.frontend, args...)
+	fe, err := ps.Start("frontend-"+m.name, o.frontend, args...)
 	if err != nil {
 		return modeResult{}, err
 	}
-	defer fe.stop()
-	line, err := fe.listening(ctx)
+	defer fe.Stop()
+	line, err := fe.Listening(ctx)
 	if err != nil {
 		return modeResult{}, err
 	}
@@ -105,8 +111,8 @@ func burst(ctx context.Context, o options, out io.Writer, ps *procs, fleet []mem
 	fmt.Fprintf(out, "\n%s: frontend --policy %s --retries %d at %s; %v arrivals/s for %s, prompts %s tokens\n",
 		m.name, m.policy, m.retries, feURL, o.rate, o.duration, o.promptTokens)
 
-	resultPath := filepath.Join(ps.logDir, "loadgen-"+m.name+".json")
-	lg, err := ps.start("loadgen-"+m.name, filepath.Join(o.bin, "slotgate-loadgen"), "--url", feURL,
+	resultPath := filepath.Join(ps.LogDir(), "loadgen-"+m.name+".json")
+	lg, err := ps.Start("loadgen-"+m.name, filepath.Join(o.bin, "slotgate-loadgen"), "--url", feURL,
 		"--mode", "open", "--rate", strconv.FormatFloat(o.rate, 'f', -1, 64), "--seed", "1",
 		"--duration", o.duration.String(), "--drain-timeout", "20s",
 		"--prompt-tokens", o.promptTokens, "--max-tokens", o.maxTokens,
@@ -115,12 +121,12 @@ func burst(ctx context.Context, o options, out io.Writer, ps *procs, fleet []mem
 		return modeResult{}, err
 	}
 	v := &liveView{out: out, url: feURL}
-	last := v.run(ctx, lg.exited)
+	last := v.run(ctx, lg.Exited())
 	if ctx.Err() != nil {
 		return modeResult{}, ctx.Err()
 	}
-	if code := lg.cmd.ProcessState.ExitCode(); code != 0 {
-		return modeResult{}, fmt.Errorf("slotgate-loadgen exited %d; see %s", code, lg.logPath)
+	if code := lg.ExitCode(); code != 0 {
+		return modeResult{}, fmt.Errorf("slotgate-loadgen exited %d; see %s", code, lg.LogPath())
 	}
 	lr, err := readLoadgen(resultPath)
 	if err != nil {
@@ -145,19 +151,9 @@ func waitFresh(ctx context.Context, feURL string) error {
 	})
 }
 
-// loadgenResult is the part of slotgate-loadgen's --json output the demo
-// uses.
-type loadgenResult struct {
-	Sent     int            `json:"sent"`
-	ByStatus map[string]int `json:"by_status"`
-	TTFT     struct {
-		P50 float64 `json:"p50"`
-		P99 float64 `json:"p99"`
-	} `json:"ttft_seconds"`
-}
-
-func readLoadgen(path string) (loadgenResult, error) {
-	var r loadgenResult
+// readLoadgen reads slotgate-loadgen's --json report.
+func readLoadgen(path string) (loadgen.Report, error) {
+	var r loadgen.Report
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return r, fmt.Errorf("read load generator results: %w", err)

@@ -7,12 +7,14 @@ import (
 	"os"
 
 	"github.com/slotgate/slotgate/examples/frontend/router"
+	"github.com/slotgate/slotgate/internal/childproc"
+	"github.com/slotgate/slotgate/loadgen"
 )
 
 // summary is the demo's result, printed and optionally written as JSON.
 type summary struct {
-	Modes     []modeResult `json:"modes"`
-	Processes []procRecord `json:"processes"`
+	Modes     []modeResult       `json:"modes"`
+	Processes []childproc.Record `json:"processes"`
 }
 
 // modeResult is one burst: what the clients saw (the load generator's
@@ -33,16 +35,17 @@ type modeResult struct {
 	FrontendCount int64   `json:"frontend_requests"`
 }
 
-func newModeResult(m mode, lr loadgenResult, st router.Stats) modeResult {
+func newModeResult(m mode, lr loadgen.Report, st router.Stats) modeResult {
 	r := modeResult{
-		Mode: m.name, Retries: m.retries, Sent: lr.Sent, Served: lr.ByStatus["200"], ClientSaw529: lr.ByStatus["529"],
+		Mode: m.name, Retries: m.retries, Sent: int(lr.Sent),
+		Served: int(lr.ByStatus["200"]), ClientSaw529: int(lr.ByStatus["529"]),
 		TTFTP50: lr.TTFT.P50, TTFTP99: lr.TTFT.P99,
 		Absorbed529: st.Absorbed529, Worker529: st.Worker529, Exclusions: st.Exclusions, BusyFlips: st.BusyFlips,
 		FrontendCount: st.Requests,
 	}
 	for status, n := range lr.ByStatus {
 		if status != "200" && status != "529" {
-			r.Other += n
+			r.Other += int(n)
 		}
 	}
 	return r
