@@ -1,6 +1,7 @@
 package eventplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,9 +77,9 @@ func New(opts Options) (*Publisher, error) {
 	if opts.Heartbeat < 0 || opts.Debounce < 0 || opts.Timeout < 0 {
 		return nil, errors.New("eventplane: Heartbeat, Debounce and Timeout must not be negative")
 	}
-	opts.Heartbeat = cmpOr(opts.Heartbeat, DefaultHeartbeat)
-	opts.Debounce = cmpOr(opts.Debounce, DefaultDebounce)
-	opts.Timeout = cmpOr(opts.Timeout, DefaultTimeout)
+	opts.Heartbeat = cmp.Or(opts.Heartbeat, DefaultHeartbeat)
+	opts.Debounce = cmp.Or(opts.Debounce, DefaultDebounce)
+	opts.Timeout = cmp.Or(opts.Timeout, DefaultTimeout)
 	if opts.Dial == nil {
 		opts.Dial = (&net.Dialer{}).DialContext
 	}
@@ -90,13 +91,6 @@ func New(opts Options) (*Publisher, error) {
 		opts: opts, url: u, subject: opts.Endpoint.Subject(), log: log.With(slog.String("nats", u.Host)),
 		track: newTracker(opts.Debounce), wake: make(chan struct{}, 1),
 	}, nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // Subject is the NATS subject the Publisher publishes on.

@@ -26,6 +26,8 @@ import (
 //	/fast          a tiny JSON answer at once
 //	/work?ms=D     a tiny JSON answer after D ms of service
 //	/sse           16 SSE chunks 10 ms apart, each flushed
+//	/stream?n=E&s=S  E OpenAI chat chunks 10 to 30 ms apart, each flushed and
+//	               numbered ("seq"), on stream S's schedule (streamGap)
 //	/health        200, uncounted
 //	GET /_stats    its counters as JSON (engineStats), uncounted
 //	POST /_reset   ?slots=S sets the slot count (0: unlimited) and zeroes the counters
@@ -116,7 +118,7 @@ func (u *engine) reset(slots int) {
 
 func (u *engine) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case "/fast", "/work", "/sse":
+	case "/fast", "/work", "/sse", "/stream":
 	default:
 		http.NotFound(w, r)
 		return
@@ -143,6 +145,9 @@ func (u *engine) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/sse":
 		sse(w, r)
+		return
+	case "/stream":
+		numberedStream(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
