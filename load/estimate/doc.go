@@ -34,7 +34,9 @@
 //     O(nesting depth) bytes plus a few dozen; a body beyond the limit
 //     still passes through, but is no longer parsed.
 //   - The result depends only on the bytes, never on how they were split
-//     across Read or Write calls.
+//     across Read or Write calls. (An event's data line that arrives
+//     whole is read by a faster scanner, scanLine, which takes only what
+//     it reads exactly as the lexer does and leaves the rest to it.)
 //   - Malformed input never panics, blocks or errors: it only makes the
 //     estimate unknown (Known false) or leaves an event uncounted. The
 //     lexer accepts exactly what encoding/json accepts.

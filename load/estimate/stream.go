@@ -1,5 +1,7 @@
 package estimate
 
+import "bytes"
+
 // MaxEventBytes is the most data one server-sent event may carry for
 // StreamCounter to read it; a longer event is skipped. Events are parsed
 // as they arrive, never buffered, so this bounds work, not memory.
@@ -180,20 +182,29 @@ func (s *StreamCounter) sseStep(p []byte) []byte {
 			return p
 		}
 	case sseData:
-		j := 0
-		for j < len(p) && p[j] != '\r' && p[j] != '\n' {
-			j++
+		j := lineEnd(p)
+		if j == len(p) || !s.wholeLine(p[:j]) {
+			s.data(p[:j])
 		}
-		s.data(p[:j])
 		return p[j:]
 	case sseIgnore:
-		j := 0
-		for j < len(p) && p[j] != '\r' && p[j] != '\n' {
-			j++
-		}
-		return p[j:]
+		return p[lineEnd(p):]
 	}
 	return p[1:]
+}
+
+// lineEnd is the index of the first CR or LF in p, len(p) if none: the
+// end of the line's bytes in p. bytes.IndexByte scans many bytes at a
+// time, where a loop over them took a tenth of the counter's time.
+func lineEnd(p []byte) int {
+	j := bytes.IndexByte(p, '\n')
+	if j < 0 {
+		j = len(p)
+	}
+	if k := bytes.IndexByte(p[:j], '\r'); k >= 0 {
+		return k
+	}
+	return j
 }
 
 func (s *StreamCounter) isData() bool {
@@ -219,6 +230,23 @@ func (s *StreamCounter) beginData() {
 		s.data([]byte{'\n'})
 	}
 	s.hasData = true
+}
+
+// wholeLine reads line, whose end is in sight, through scanLine when it
+// is all the data of its event so far, and reports whether it did; if
+// not, nothing changed and data must read it.
+func (s *StreamCounter) wholeLine(line []byte) bool {
+	if s.evBytes != 0 || s.skip || len(line) > MaxEventBytes {
+		return false
+	}
+	if !scanLine(line, &s.h) {
+		s.h.reset() // scanLine may have driven it part of the way
+		return false
+	}
+	s.evBytes = len(line)
+	s.prefixN = copy(s.prefix[:], line)
+	s.lex.st = lsEnd // as the lexer is after one whole value
+	return true
 }
 
 func (s *StreamCounter) data(b []byte) {
