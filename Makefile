@@ -189,29 +189,32 @@ protoc:
 # one run on 127.0.0.1, with slotgate-bench (bench/cmd/slotgate-bench).
 # haproxy and nginx-light come from Debian's packages, installed with
 # apt-get when missing; a peer that cannot be installed is skipped with a
-# message. Results go to bench/results/<time>.json, the latency plot next
-# to it and to BENCH_PLOT (the copy BENCHMARKS.md shows); BENCH_FLAGS
-# passes flags on (e.g. BENCH_FLAGS='--reps 5 --duration 5s', or
-# BENCH_FLAGS='--scenarios stream,overload').
-BENCH_FLAGS ?=
-BENCH_PLOT  ?= bench/latency.svg
+# message; so is wrk (Debian's), for the fast path under wrk. Results go to
+# bench/results/<time>.json, the plots next to it and to BENCH_PLOT and
+# BENCH_CPU_PLOT (the copies BENCHMARKS.md shows); BENCH_SCENARIOS picks
+# scenarios (e.g. BENCH_SCENARIOS=streams-256,streams-1024; empty: all);
+# BENCH_FLAGS passes flags on (e.g. BENCH_FLAGS='--reps 5 --duration 5s').
+BENCH_FLAGS     ?=
+BENCH_SCENARIOS ?=
+BENCH_PLOT      ?= bench/latency.svg
+BENCH_CPU_PLOT  ?= bench/streams-cpu.svg
 
 .PHONY: bench-go bench-peers bench-peers-deps
 
-bench-peers: bench-peers-deps ## slotgate vs direct, HAProxy and nginx (fast path sweep, SSE, overload, memory, abandoned, gRPC streams); installs the peers with apt-get
+bench-peers: bench-peers-deps ## slotgate vs direct, HAProxy and nginx (fast path sweep and under wrk, SSE, streams at scale, overload, memory, abandoned, gRPC streams); installs the peers and wrk with apt-get
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/slotgate ./cmd/enginesim ./bench/cmd/slotgate-bench
-	$(BIN)/slotgate-bench --bin $(BIN) --out bench/results --plot $(BENCH_PLOT) $(BENCH_FLAGS)
+	$(BIN)/slotgate-bench --bin $(BIN) --out bench/results --plot $(BENCH_PLOT) --cpu-plot $(BENCH_CPU_PLOT) --scenarios '$(BENCH_SCENARIOS)' $(BENCH_FLAGS)
 
 bench-peers-deps:
 	@missing=; \
-	for p in haproxy:haproxy nginx:nginx-light; do \
+	for p in haproxy:haproxy nginx:nginx-light wrk:wrk; do \
 		bin=$${p%%:*}; pkg=$${p#*:}; \
 		command -v $$bin >/dev/null 2>&1 || [ -x /usr/sbin/$$bin ] || missing="$$missing $$pkg"; \
 	done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	echo "bench-peers: missing:$$missing: installing Debian's packages with apt-get"; \
 	if ! command -v apt-get >/dev/null 2>&1; then \
-		echo "bench-peers: no apt-get here: the missing peers will be skipped" >&2; exit 0; fi; \
+		echo "bench-peers: no apt-get here: the missing peers (or wrk's scenario) will be skipped" >&2; exit 0; fi; \
 	sudo=; if [ "$$(id -u)" != 0 ]; then \
 		if ! command -v sudo >/dev/null 2>&1; then \
 			echo "bench-peers: installing needs root and sudo is missing: the missing peers will be skipped (run apt-get install$$missing as root)" >&2; exit 0; fi; \

@@ -27,6 +27,9 @@ type Params struct {
 	// QueueTimeout is HAProxy's `timeout queue` (HAProxy's time syntax,
 	// e.g. "1s"); empty: 30s, longer than any run.
 	QueueTimeout string
+	// MaxConn is HAProxy's global and frontend maxconn, the connections
+	// it accepts at once (HAProxy sizes its open files from it); 0: 8000.
+	MaxConn int
 	// HTTP2On turns nginx's HTTP/2 listener on with `http2 on` (nginx
 	// 1.25.1 and later) rather than the listen's http2 parameter, which
 	// older versions need.

@@ -119,3 +119,25 @@ func TestRenderGRPC(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderHAProxyMaxConn: the streams-at-scale scenarios hold thousands
+// of connections; HAProxy's maxconn follows MaxConn, 8000 when unset.
+func TestRenderHAProxyMaxConn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		maxConn int
+		want    string
+	}{
+		{"unset", 0, "maxconn 8000"},
+		{"set", 4352, "maxconn 4352"},
+	} {
+		p := Params{Run: "/tmp/r", Port: 18080, Upstream: "127.0.0.1:9000", N: 4096, Q: 16, MaxConn: tc.maxConn}
+		out, err := Render("haproxy.cfg.tmpl", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(out), tc.want); n != 2 {
+			t.Errorf("%s: %q %d times, want 2 (global and frontend):\n%s", tc.name, tc.want, n, out)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -8,7 +9,7 @@ import (
 	"strings"
 )
 
-// Goal is one of issue 6's targets for slotgate, checked against this run.
+// Goal is one of issue 6's (or issue 17's) targets for slotgate, checked against this run.
 type Goal struct {
 	Goal     string  `json:"goal"`
 	Measured float64 `json:"measured"`
@@ -49,6 +50,25 @@ func goals(rs []ScenarioResult) []Goal {
 		{"overload: proxy CPU per answer, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("overload", "proxy CPU µs/req")},
 		{fmt.Sprintf("abandon: reached engine, slotgate, run furthest from %d", an), "==", "", float64(an), r.furthest("abandon", "reached engine", float64(an))},
 	}
+	return checkAll(append(specs, streamGoals(r)...))
+}
+
+// streamGoals are issue 17's targets: streams at scale and the fast path
+// under wrk. The added latencies are compared as differences: HAProxy's
+// own added latency may be zero or below (noise), where a ratio means
+// nothing.
+func streamGoals(r results) []goalSpec {
+	return []goalSpec{
+		{"streams-1024: proxy CPU per event, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("streams-1024", cpuPerEventMetric)},
+		{"streams-1024: added TTFT p99, slotgate − haproxy", "<=", "ms", 0, r.diff("streams-1024", "added TTFT p99 ms")},
+		{"streams-1024: added ITL p99, slotgate − haproxy", "<=", "ms", 0, r.diff("streams-1024", "added ITL p99 ms")},
+		{"streams-1024: RSS per open stream, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("streams-1024", "RSS KiB/stream")},
+		{"streams: events lost or reordered through slotgate, worst run of each streams scenario, summed", "==", "", 0, r.lostOrReordered},
+		{"fast path c=64 under wrk: req/s, slotgate ÷ haproxy", ">=", "x", 0.8, r.ratio("fast-wrk-c64", "req/s")},
+	}
+}
+
+func checkAll(specs []goalSpec) []Goal {
 	out := make([]Goal, len(specs))
 	for i, s := range specs {
 		out[i] = check(s)
@@ -108,6 +128,44 @@ func (r results) cap(scenario string, n, q int) (int, int) {
 	return n, q
 }
 
+// diff is slotgate's median minus HAProxy's.
+func (r results) diff(scenario, metric string) func() (float64, error) {
+	return func() (float64, error) {
+		a, err := r.summary(scenario, "slotgate", metric)
+		if err != nil {
+			return 0, err
+		}
+		b, err := r.summary(scenario, "haproxy", metric)
+		if err != nil {
+			return 0, err
+		}
+		return a.Median - b.Median, nil
+	}
+}
+
+// lostOrReordered adds up, over the streams-at-scale scenarios run,
+// slotgate's worst run of events lost and of events reordered.
+func (r results) lostOrReordered() (float64, error) {
+	total, seen := 0.0, false
+	for _, sc := range r {
+		if sc.Streams <= 0 {
+			continue
+		}
+		for _, m := range []string{"lost", "reordered"} {
+			s, err := r.summary(sc.Name, "slotgate", m)
+			if err != nil {
+				return 0, err
+			}
+			total += s.Max
+			seen = true
+		}
+	}
+	if !seen {
+		return 0, errors.New("no streams scenario run")
+	}
+	return total, nil
+}
+
 // ratio is slotgate's median over HAProxy's.
 func (r results) ratio(scenario, metric string) func() (float64, error) {
 	return func() (float64, error) {
@@ -159,7 +217,7 @@ func (r results) furthest(scenario, metric string, want float64) func() (float64
 
 // writeGoals writes the goals as a Markdown table.
 func writeGoals(w io.Writer, gs []Goal) {
-	fmt.Fprintf(w, "\n### targets\n\nissue 6's targets for slotgate, in this run: medians, except the bounds, which every run must keep; ratios are slotgate's over HAProxy-529's\n\n")
+	fmt.Fprintf(w, "\n### targets\n\nissue 6's and issue 17's targets for slotgate, in this run: medians, except the bounds, which every run must keep; ratios are slotgate's over HAProxy-529's, differences slotgate's minus HAProxy-529's\n\n")
 	fmt.Fprintf(w, "| goal | measured | wanted | met | by how much |\n|---|---|---|---|---|\n")
 	for _, g := range gs {
 		if g.Missing != "" {

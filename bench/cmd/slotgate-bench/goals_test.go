@@ -31,17 +31,23 @@ func TestGoals(t *testing.T) {
 		met      bool
 		missing  string
 	}{
-		"fast path c=64: req/s, slotgate ÷ haproxy":                 {0.5, false, ""},
-		"fast path c=1: added p50, slotgate ÷ haproxy":              {0.1 / 0.15, true, ""},
-		"stream: added TTFT p50, slotgate":                          {0.3, false, ""}, // strictly under 0.3
-		"overload: rejected/s, slotgate ÷ haproxy":                  {0, false, "no \"rejected/s\""},
-		"overload: queued max, slotgate, worst run (Q=16)":          {17, false, ""},
-		"memory: KiB per queued request, slotgate ÷ haproxy":        {0, false, "no ratio"},
-		"abandon: reached engine, slotgate, run furthest from 8":    {9, false, ""},
-		"overload: engine max, slotgate, worst run (N=8)":           {0, false, "no \"engine max\""},
-		"overload: rejection p99, slotgate ÷ haproxy":               {0, false, "no \"rej p99 ms\""},
-		"fast path c=64: proxy CPU per request, slotgate ÷ haproxy": {0, false, "no \"proxy CPU µs/req\""},
-		"overload: proxy CPU per answer, slotgate ÷ haproxy":        {0, false, "no \"proxy CPU µs/req\""},
+		"fast path c=64: req/s, slotgate ÷ haproxy":                                                      {0.5, false, ""},
+		"fast path c=1: added p50, slotgate ÷ haproxy":                                                   {0.1 / 0.15, true, ""},
+		"stream: added TTFT p50, slotgate":                                                               {0.3, false, ""}, // strictly under 0.3
+		"overload: rejected/s, slotgate ÷ haproxy":                                                       {0, false, "no \"rejected/s\""},
+		"overload: queued max, slotgate, worst run (Q=16)":                                               {17, false, ""},
+		"memory: KiB per queued request, slotgate ÷ haproxy":                                             {0, false, "no ratio"},
+		"abandon: reached engine, slotgate, run furthest from 8":                                         {9, false, ""},
+		"overload: engine max, slotgate, worst run (N=8)":                                                {0, false, "no \"engine max\""},
+		"overload: rejection p99, slotgate ÷ haproxy":                                                    {0, false, "no \"rej p99 ms\""},
+		"fast path c=64: proxy CPU per request, slotgate ÷ haproxy":                                      {0, false, "no \"proxy CPU µs/req\""},
+		"overload: proxy CPU per answer, slotgate ÷ haproxy":                                             {0, false, "no \"proxy CPU µs/req\""},
+		"streams-1024: proxy CPU per event, slotgate ÷ haproxy":                                          {0, false, "scenario streams-1024 not run"},
+		"streams-1024: added TTFT p99, slotgate − haproxy":                                               {0, false, "scenario streams-1024 not run"},
+		"streams-1024: added ITL p99, slotgate − haproxy":                                                {0, false, "scenario streams-1024 not run"},
+		"streams-1024: RSS per open stream, slotgate ÷ haproxy":                                          {0, false, "scenario streams-1024 not run"},
+		"streams: events lost or reordered through slotgate, worst run of each streams scenario, summed": {0, false, "no streams scenario run"},
+		"fast path c=64 under wrk: req/s, slotgate ÷ haproxy":                                            {0, false, "scenario fast-wrk-c64 not run"},
 	}
 	gs := goals(rs)
 	if len(gs) != len(want) {
@@ -98,6 +104,61 @@ func TestWriteGoals(t *testing.T) {
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+}
+
+// streamsResult builds a streams-at-scale result: each target's runs of
+// each metric.
+func streamsResult(name string, streams int, runs map[string]map[string][]float64) ScenarioResult {
+	sc := ScenarioResult{Name: name, Streams: streams}
+	for _, target := range []string{"direct", "slotgate", "haproxy"} {
+		ms, ok := runs[target]
+		if !ok {
+			continue
+		}
+		row := Row{Target: target, Metrics: map[string]Summary{}}
+		for m, vs := range ms {
+			row.Metrics[m] = summarize(vs)
+		}
+		sc.Rows = append(sc.Rows, row)
+	}
+	return sc
+}
+
+func TestStreamGoals(t *testing.T) {
+	rs := results{
+		streamsResult("streams-1024", 1024, map[string]map[string][]float64{
+			"slotgate": {cpuPerEventMetric: {30, 32, 34}, "added TTFT p99 ms": {5, 6, 7}, "added ITL p99 ms": {1},
+				"RSS KiB/stream": {20}, "lost": {0, 0, 0}, "reordered": {0, 0, 0}},
+			"haproxy": {cpuPerEventMetric: {8}, "added TTFT p99 ms": {-1}, "added ITL p99 ms": {2}, "RSS KiB/stream": {40}},
+		}),
+		streamsResult("streams-256", 256, map[string]map[string][]float64{
+			"slotgate": {"lost": {0, 3, 1}, "reordered": {0, 0, 2}},
+		}),
+		{Name: "fast-wrk-c64", Rows: []Row{
+			{Target: "slotgate", Metrics: map[string]Summary{"req/s": summarize([]float64{8000})}},
+			{Target: "haproxy", Metrics: map[string]Summary{"req/s": summarize([]float64{10000})}},
+		}},
+	}
+	want := []struct {
+		measured float64
+		met      bool
+	}{
+		{4, false},  // 32 ÷ 8
+		{7, false},  // 6 − (−1): a difference, where a ratio to −1 would mean nothing
+		{-1, true},  // 1 − 2
+		{0.5, true}, // 20 ÷ 40
+		{5, false},  // streams-256's worst runs: 3 lost, 2 reordered
+		{0.8, true}, // on the bound
+	}
+	gs := checkAll(streamGoals(rs))
+	if len(gs) != len(want) {
+		t.Fatalf("%d goals, want %d", len(gs), len(want))
+	}
+	for i, g := range gs {
+		if g.Missing != "" || g.Met != want[i].met || g.Measured < want[i].measured-1e-9 || g.Measured > want[i].measured+1e-9 {
+			t.Errorf("%s: measured %v, met %v, missing %q; want %v, met %v", g.Goal, g.Measured, g.Met, g.Missing, want[i].measured, want[i].met)
 		}
 	}
 }

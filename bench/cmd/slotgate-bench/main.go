@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,8 +28,9 @@ import (
 
 type options struct {
 	bin, haproxy, nginx, out string
+	wrk                      string
 	only                     string
-	plot                     string
+	plot, cpuPlot            string
 	reps                     int
 	duration                 time.Duration
 }
@@ -42,9 +44,11 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "bin", "folder holding the slotgate binary, and enginesim's for grpc-stream")
 	flag.StringVar(&o.haproxy, "haproxy", findBinary("haproxy"), "haproxy binary; empty: skip HAProxy")
 	flag.StringVar(&o.nginx, "nginx", findBinary("nginx"), "nginx binary; empty: skip nginx")
+	flag.StringVar(&o.wrk, "wrk", findBinary("wrk"), "wrk binary, for fast-wrk-c64; empty: skip it")
 	flag.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames(), ", ")+"); empty: all")
 	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
+	flag.StringVar(&o.cpuPlot, "cpu-plot", "", "also write the plot of proxy CPU per event against streams (SVG) to this path, e.g. bench/streams-cpu.svg; empty: only next to the JSON")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each measurement per target")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each closed-loop run")
 	flag.Parse()
@@ -127,6 +131,7 @@ type Results struct {
 	Reps      int              `json:"reps"`
 	Duration  string           `json:"duration"`
 	Skipped   []string         `json:"skipped,omitempty"`
+	Warnings  []string         `json:"warnings,omitempty"`
 	Scenarios []ScenarioResult `json:"scenarios"`
 	Targets   []Goal           `json:"targets"`
 }
@@ -154,12 +159,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	res.Skipped = append(res.Skipped, skipped...)
+	if scs, err = filesAndWrk(scs, o, &res); err != nil {
+		return err
+	}
 	runDir, err := os.MkdirTemp("", "slotgate-bench-")
 	if err != nil {
 		return err
 	}
 	res.Machine = describe(sg, o.haproxy, o.nginx)
-	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx,
+	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
 		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx)}
 	defer e.procs.stopAll()
 	eng, err := startEngine(ctx, e.procs, runDir)
@@ -170,7 +178,7 @@ func run(ctx context.Context, o options) error {
 	fmt.Printf("slotgate-bench: %d runs of %v per target and scenario; logs and configs in %s\n", o.reps, o.duration, runDir)
 	for _, sc := range scs {
 		fmt.Printf("%s: %s\n", sc.name, sc.about)
-		r, err := runScenario(ctx, e, eng, sc, o.reps, o.duration)
+		r, err := runScenario(ctx, e, eng, sc, repsFor(sc, o.reps), o.duration)
 		if err != nil {
 			return fmt.Errorf("%w (logs and configs in %s)", err, runDir)
 		}
@@ -179,9 +187,39 @@ func run(ctx context.Context, o options) error {
 	e.procs.stopAll()
 	os.RemoveAll(runDir)
 	res.Targets = goals(res.Scenarios)
+	res.Warnings = clientWarnings(res.Scenarios)
 	writeTables(os.Stdout, res.Scenarios)
 	writeGoals(os.Stdout, res.Targets)
+	writeWarnings(os.Stdout, res.Warnings)
 	return saveAll(o, res)
+}
+
+// filesAndWrk raises the open-file limit, then leaves out, saying so, the
+// scenarios that need more open files than it allows, or wrk when it is
+// missing (or fails, for scenarios named in --scenarios).
+func filesAndWrk(scs []scenario, o options, res *Results) ([]scenario, error) {
+	limit, err := raiseFileLimit()
+	if err != nil {
+		return nil, err
+	}
+	scs, skipped, err := needFiles(scs, limit, o.only != "")
+	if err != nil {
+		return nil, err
+	}
+	res.Skipped = append(res.Skipped, skipped...)
+	scs, skipped, err = needWrk(scs, o.wrk, o.only != "")
+	if err != nil {
+		return nil, err
+	}
+	res.Skipped = append(res.Skipped, skipped...)
+	return scs, nil
+}
+
+// writeWarnings says loudly what makes figures of this run suspect.
+func writeWarnings(w io.Writer, ws []string) {
+	for _, s := range ws {
+		fmt.Fprintf(w, "\n*** WARNING: %s ***\n", s)
+	}
 }
 
 // saveAll writes the JSON and, when the fast path was measured, the
@@ -192,22 +230,39 @@ func saveAll(o options, res Results) error {
 		return err
 	}
 	fmt.Printf("\nslotgate-bench: results written to %s\n", path)
-	svg := renderLatencySVG(latencySeries(res.Scenarios),
-		fmt.Sprintf("fast path latency against offered load (medians, %d × %s per point), %s", res.Reps, res.Duration, res.Time.Format("2006-01-02 15:04Z")))
+	stamp := fmt.Sprintf("(medians, %d × %s per point), %s", res.Reps, res.Duration, res.Time.Format("2006-01-02 15:04Z"))
+	base := strings.TrimSuffix(path, ".json")
+	lat := renderLatencySVG(latencySeries(res.Scenarios), "fast path latency against offered load "+stamp)
+	if err := writePlot("latency", lat, base+"-latency.svg", o.plot); err != nil {
+		return err
+	}
+	cpu := renderCPUSVG(cpuSeries(res.Scenarios), "proxy CPU per event against streams held "+stamp)
+	return writePlot("CPU per event", cpu, base+"-streams-cpu.svg", o.cpuPlot)
+}
+
+// writePlot writes svg, when there is one, to each path that is set.
+func writePlot(what string, svg []byte, paths ...string) error {
 	if svg == nil {
 		return nil
 	}
-	paths := []string{strings.TrimSuffix(path, ".json") + "-latency.svg"}
-	if o.plot != "" {
-		paths = append(paths, o.plot)
-	}
 	for _, p := range paths {
+		if p == "" {
+			continue
+		}
 		if err := writeFile(p, svg); err != nil {
 			return err
 		}
-		fmt.Printf("slotgate-bench: latency plot written to %s\n", p)
+		fmt.Printf("slotgate-bench: %s plot written to %s\n", what, p)
 	}
 	return nil
+}
+
+// repsFor is the runs per target of sc: --reps, within sc's cap.
+func repsFor(sc scenario, reps int) int {
+	if sc.maxReps > 0 {
+		return min(reps, sc.maxReps)
+	}
+	return reps
 }
 
 func pick(all []scenario, only string) ([]scenario, error) {

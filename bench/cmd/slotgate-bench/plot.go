@@ -116,16 +116,18 @@ func renderLatencySVG(ss []series, title string) []byte {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotW, plotH, plotW, plotH)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", plotW, plotH)
 	text(&b, plotW/2, 24, "middle", 13, title)
-	axes(&b, x, y, concs)
+	axes(&b, x, y, concs, "offered load: concurrent closed-loop clients (log scale)", "latency, ms (log scale)")
 	for i, s := range ss {
 		line(&b, s, x, y, colour(s.name, i))
 	}
-	legend(&b, ss)
+	legend(&b, ss, true)
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
 }
 
-func axes(b *strings.Builder, x, y logScale, concs []float64) {
+// axes draws the frame: a vertical grid line at each of xs, horizontal
+// ones at each decade of y and its steps, and the two axes' labels.
+func axes(b *strings.Builder, x, y logScale, concs []float64, xLabel, yLabel string) {
 	for _, c := range concs {
 		px := x.x(c)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", px, padT, px, padT+innerH)
@@ -143,8 +145,8 @@ func axes(b *strings.Builder, x, y logScale, concs []float64) {
 		}
 	}
 	fmt.Fprintf(b, `<path d="M%d %d V%.1f H%.1f" fill="none" stroke="black"/>`+"\n", padL, padT, padT+innerH, padL+innerW)
-	text(b, padL+innerW/2, plotH-14, "middle", 12, "offered load: concurrent closed-loop clients (log scale)")
-	fmt.Fprintf(b, `<text x="18" y="%.1f" text-anchor="middle" transform="rotate(-90 18 %.1f)">latency, ms (log scale)</text>`+"\n", padT+innerH/2, padT+innerH/2)
+	text(b, padL+innerW/2, plotH-14, "middle", 12, xLabel)
+	fmt.Fprintf(b, `<text x="18" y="%.1f" text-anchor="middle" transform="rotate(-90 18 %.1f)">%s</text>`+"\n", padT+innerH/2, padT+innerH/2, esc(yLabel))
 }
 
 // line draws one target: p50 solid with a dot per measurement, p99
@@ -171,12 +173,17 @@ func line(b *strings.Builder, s series, x, y logScale, col string) {
 	}
 }
 
-func legend(b *strings.Builder, ss []series) {
+// legend names each series' colour and, with styles, what solid and
+// dashed lines mean.
+func legend(b *strings.Builder, ss []series, styles bool) {
 	lx, ly := padL+innerW+20, float64(padT+10)
 	for i, s := range ss {
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", lx, ly, lx+24, ly, colour(s.name, i))
 		text(b, lx+30, ly+4, "start", 12, s.name)
 		ly += 20
+	}
+	if !styles {
+		return
 	}
 	ly += 10
 	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black" stroke-width="2"/>`+"\n", lx, ly, lx+24, ly)

@@ -113,3 +113,33 @@ func TestLogScale(t *testing.T) {
 		}
 	}
 }
+
+func TestCPUSeriesAndPlot(t *testing.T) {
+	row := func(target string, cpu float64) Row {
+		return Row{Target: target, Metrics: map[string]Summary{cpuPerEventMetric: {Median: cpu}}}
+	}
+	rs := []ScenarioResult{
+		{Name: "streams-1024", Streams: 1024, Rows: []Row{row("direct", 0), row("slotgate", 30), row("haproxy", 8)}},
+		{Name: "streams-long", Streams: 256, PromptBytes: 32 << 10, Rows: []Row{row("slotgate", 60)}},
+		{Name: "fast-c64", Concurrency: 64, Rows: []Row{row("slotgate", 90)}},
+		{Name: "streams-256", Streams: 256, Rows: []Row{row("direct", 0), row("slotgate", 40), row("haproxy", 9)}},
+	}
+	ss := cpuSeries(rs)
+	if len(ss) != 2 || ss[0].name != "slotgate" || ss[1].name != "haproxy" {
+		t.Fatalf("series %+v: want slotgate and haproxy, direct left out", ss)
+	}
+	if want := []point{{conc: 256, p50: 40}, {conc: 1024, p50: 30}}; len(ss[0].points) != 2 || ss[0].points[0] != want[0] || ss[0].points[1] != want[1] {
+		t.Errorf("slotgate's points %v, want %v (sorted, long prompts and fast path left out)", ss[0].points, want)
+	}
+	svg := renderCPUSVG(ss, "cpu & <streams>")
+	if strings.Contains(string(svg), "NaN") || strings.Contains(string(svg), "Inf") {
+		t.Errorf("NaN or Inf in the SVG:\n%s", svg)
+	}
+	got := svgCensus(t, svg)
+	if got["cpu"]["slotgate"] != 1 || got["cpu"]["haproxy"] != 1 || len(got["cpu"]) != 2 || len(got["p99"]) != 0 {
+		t.Errorf("polylines %v: want one cpu line per proxy", got)
+	}
+	if renderCPUSVG(nil, "x") != nil {
+		t.Error("nothing to draw: want nil")
+	}
+}

@@ -25,7 +25,12 @@ func writeTables(w io.Writer, results []ScenarioResult) {
 		for _, row := range r.Rows {
 			cells := []string{row.Target}
 			for _, m := range r.Metrics {
-				cells = append(cells, cell(row.Metrics[m]))
+				s, ok := row.Metrics[m]
+				if !ok {
+					cells = append(cells, "-") // not measured on this target
+					continue
+				}
+				cells = append(cells, cell(s))
 			}
 			for _, m := range r.Ratio {
 				c := "-"

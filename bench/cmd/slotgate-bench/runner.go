@@ -20,6 +20,8 @@ type ScenarioResult struct {
 	N           int      `json:"n"`
 	Q           int      `json:"q"`
 	Concurrency int      `json:"concurrency,omitempty"` // the fast path's, for the plot
+	Streams     int      `json:"streams,omitempty"`     // streams held at once, for the CPU plot
+	PromptBytes int      `json:"prompt_bytes,omitempty"`
 	Metrics     []string `json:"metrics"`
 	Ratio       []string `json:"ratio_to_direct,omitempty"`
 	Rows        []Row    `json:"rows"`
@@ -30,7 +32,7 @@ type ScenarioResult struct {
 // rotating the order from one round to the next so that drift on the
 // machine hits all alike.
 func runScenario(ctx context.Context, e *env, eng *engineProc, sc scenario, reps int, d time.Duration) (ScenarioResult, error) {
-	res := ScenarioResult{Name: sc.name, About: sc.about, N: sc.n, Q: sc.q, Concurrency: sc.conc,
+	res := ScenarioResult{Name: sc.name, About: sc.about, N: sc.n, Q: sc.q, Concurrency: sc.conc, Streams: sc.streams, PromptBytes: sc.prompt,
 		Metrics: append(slices.Clone(sc.metrics), addedNames(sc.added)...), Ratio: sc.ratio}
 	ts := e.targets(cmpOrSlice(sc.targets, defaultTargets), sc.grpc)
 	up := upstream{http: eng.addr}

@@ -57,3 +57,13 @@ func TestPickAndTargets(t *testing.T) {
 		t.Errorf("targets = %v, want %v (nginx not installed)", names, want)
 	}
 }
+
+func TestRepsFor(t *testing.T) {
+	for _, tc := range []struct {
+		max, reps, want int
+	}{{0, 3, 3}, {2, 3, 2}, {2, 1, 1}, {1, 5, 1}} {
+		if got := repsFor(scenario{maxReps: tc.max}, tc.reps); got != tc.want {
+			t.Errorf("repsFor(max %d, --reps %d) = %d, want %d", tc.max, tc.reps, got, tc.want)
+		}
+	}
+}

@@ -25,7 +25,19 @@ type scenario struct {
 	fresh  bool // start each target afresh for every run
 	// grpc runs it over gRPC: enginesim's gRPC API is the engine, and the
 	// targets are the ones that forward h2c to it.
-	grpc    bool
+	grpc bool
+	// streams is how many streams a streams-at-scale scenario holds open
+	// at once (for the plot and the open-file check); 0 for the others.
+	streams int
+	// prompt is the bytes of each stream's prompt, 0 for a short one.
+	prompt int
+	// profile takes a CPU profile of slotgate during each of its runs,
+	// for token counting's share (profile.go).
+	profile bool
+	wrk     bool // it runs wrk (wrk.go)
+	// maxReps caps --reps for a scenario whose runs are long (0: none),
+	// so that the thousands of streams keep `make bench` within minutes.
+	maxReps int
 	measure func(ctx context.Context, t trial) (map[string]float64, error)
 }
 
@@ -61,7 +73,7 @@ func scenarios() []scenario {
 		}
 		all = append(all, sc)
 	}
-	return append(all, scenario{
+	all = append(all, scenario{
 		name:    "stream",
 		about:   "streaming: SSE of 16 chunks 10 ms apart, keep-alive, concurrency 32 (N=256, Q=16, never reached); TTFT from request to first chunk, ITL between chunks",
 		n:       256,
@@ -98,7 +110,8 @@ func scenarios() []scenario {
 		q:       32,
 		metrics: []string{"reached engine", "engine max", "answered"},
 		measure: abandoned,
-	}, grpcScenario())
+	}, grpcScenario(), wrkScenario())
+	return append(all, streamScaleScenarios()...)
 }
 
 func fastPath(conc int) func(context.Context, trial) (map[string]float64, error) {

@@ -33,6 +33,9 @@ type upstream struct {
 type instance struct {
 	addr string // host:port the client talks to
 	pid  int    // the proxy's process, 0 for direct
+	// admin is slotgate's admin host:port (its pprof profiles); "" for
+	// the others.
+	admin string
 	// queued reads how many requests the proxy holds in its queue now; nil
 	// when it has none (direct, nginx).
 	queued func(ctx context.Context) (int, error)
@@ -47,6 +50,7 @@ type env struct {
 	enginesim   string // path of the enginesim binary, the gRPC scenario's engine; "": none
 	haproxy     string
 	nginx       string
+	wrk         string // wrk binary; "": the wrk scenario is skipped
 	// nginxHTTP2On says the nginx found takes `http2 on` (1.25.1 and
 	// later), for its gRPC config.
 	nginxHTTP2On bool
@@ -114,6 +118,9 @@ func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance,
 		"--request-queue-limit", strconv.Itoa(q),
 		"--engine-metrics-dialect", "none",
 		"--log-level", "warn",
+		// pprof handlers only: nothing runs until a profile is asked for
+		// (the streams-1024 scenario asks, for token counting's share).
+		"--enable-profiling",
 		// No endpoints to update on loopback: without these, each stop
 		// would wait out the 5 s drain delay (and be killed after 3 s).
 		"--drain-delay", "0s",
@@ -128,6 +135,7 @@ func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance,
 		return nil, err
 	}
 	in.queued = slotgateQueue(admin)
+	in.admin = admin
 	return in, nil
 }
 
@@ -217,7 +225,8 @@ func (e *env) params(upstream string, n, q int) (configs.Params, error) {
 	if err != nil {
 		return configs.Params{}, err
 	}
-	return configs.Params{Run: run, Port: port, Upstream: upstream, N: n, Q: q, Workers: 2, Keepalive: min(max(n, 16), 256)}, nil
+	return configs.Params{Run: run, Port: port, Upstream: upstream, N: n, Q: q, Workers: 2, Keepalive: min(max(n, 16), 256),
+		MaxConn: max(8000, n+256)}, nil
 }
 
 func (e *env) render(name string, p configs.Params) (string, error) {

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunStreamsAgainstEngine runs the raw client against the real engine
+// stand-in, in the test's process: every stream's events arrive, in
+// order, 10–30 ms apart, and opened is closed.
+func TestRunStreamsAgainstEngine(t *testing.T) {
+	eng := startTestEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name            string
+		streams, prompt int
+	}{
+		{"short prompts", 8, 0},
+		{"long prompts", 3, longPromptBytes},
+	} {
+		spec := streamSpec{addr: eng.addr, streams: tc.streams, events: 4, body: streamBody(tc.prompt, 4), timeout: 10 * time.Second}
+		opened := make(chan struct{})
+		got := runStreams(ctx, spec, opened)
+		select {
+		case <-opened:
+		default:
+			t.Errorf("%s: opened not closed after every stream ended", tc.name)
+		}
+		a := aggregateStreams(got)
+		if a.errors != 0 || a.complete != tc.streams || a.events != tc.streams*4 || a.lost != 0 || a.reordered != 0 {
+			t.Fatalf("%s: %+v, first error %v; want %d complete streams of 4 events, none lost", tc.name, a, a.firstErr, tc.streams)
+		}
+		// Timers fire late, never early: no gap is shorter than the
+		// engine's shortest, less a scheduling margin.
+		if a.itl[0] < streamGapMin-2*time.Millisecond {
+			t.Errorf("%s: shortest gap %v, want at least about %v", tc.name, a.itl[0], streamGapMin)
+		}
+	}
+}
+
+func TestRunStreamsBadAnswer(t *testing.T) {
+	eng := startTestEngine(t)
+	// n=0 is refused by the engine with 400: every stream fails, all its
+	// events counted lost.
+	spec := streamSpec{addr: eng.addr, streams: 2, events: 0, body: streamBody(0, 1), timeout: 5 * time.Second}
+	got := runStreams(context.Background(), spec, make(chan struct{}))
+	for i, s := range got {
+		if s.err == nil || !strings.Contains(s.err.Error(), "status 400") {
+			t.Errorf("stream %d: error %v, want status 400", i, s.err)
+		}
+	}
+}
+
+func TestStreamBody(t *testing.T) {
+	for _, n := range []int{0, 100, longPromptBytes} {
+		b := streamBody(n, 7)
+		if len(b) < n || !strings.Contains(string(b), `"stream":true`) || !strings.Contains(string(b), `"max_tokens":7`) {
+			t.Errorf("streamBody(%d): %d bytes %.80q", n, len(b), b)
+		}
+	}
+}
