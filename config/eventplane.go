@@ -45,7 +45,7 @@ func (c *Config) fillEventPlane(r *raw, v *flagenv.Checker) {
 		return
 	}
 	if !natsURL(server) {
-		v.Fail(from, server, "must be nats://[user:pass@]host:port, or off")
+		v.Fail(from, redacted(server), "must be nats://[user:pass@]host:port, or off")
 		return
 	}
 	c.DynamoEventPlane = server
@@ -102,4 +102,16 @@ func natsURL(s string) bool {
 		return false
 	}
 	return (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery
+}
+
+// redacted is s with the password of a URL that parses replaced, so that
+// an error naming a bad server never prints its credentials.
+func redacted(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+		return strings.Replace(u.String(), u.User.Username()+"@", "xxxxx@", 1) // a token
+	}
+	return s
 }

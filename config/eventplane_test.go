@@ -57,6 +57,12 @@ func TestEventPlaneSettings(t *testing.T) {
 			probs: []bad{{"SLOTGATE_DYNAMO_EVENT_PLANE", "nats://h"}}},
 		{name: "bad NATS_SERVER", env: map[string]string{"DYN_EVENT_PLANE": "nats", "NATS_SERVER": "tls://h:4222"},
 			probs: []bad{{"NATS_SERVER", "tls://h:4222"}}},
+		// The value is quoted without its password or token: the error
+		// must not print credentials (the checker quotes exactly it).
+		{name: "bad url hides the password", args: []string{"--dynamo-event-plane=nats://u:hunter2@h"},
+			probs: []bad{{"--dynamo-event-plane", "nats://u:xxxxx@h"}}},
+		{name: "bad url hides the token", env: map[string]string{"SLOTGATE_DYNAMO_EVENT_PLANE": "nats://s3cr3t@h:0"},
+			probs: []bad{{"SLOTGATE_DYNAMO_EVENT_PLANE", "nats://xxxxx@h:0"}}},
 		{name: "bad transport", env: map[string]string{"DYN_EVENT_PLANE": "kafka"}, probs: []bad{{"DYN_EVENT_PLANE", "kafka"}}},
 		{name: "bad endpoint", args: []string{"--dynamo-endpoint=dyn://a.b"}, probs: []bad{{"--dynamo-endpoint", "dyn://a.b"}}},
 		{name: "heartbeat too short", args: []string{"--dynamo-event-heartbeat=500ms"}, probs: []bad{{"--dynamo-event-heartbeat", "500ms"}}},
