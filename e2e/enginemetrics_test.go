@@ -163,9 +163,11 @@ func TestEngineMetricsUnavailable(t *testing.T) {
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "engine metrics unavailable") {
 		t.Fatalf("GET /metrics = %d %q, want 503 saying why", status, body)
 	}
-	hits.Lock()
-	before := n
-	hits.Unlock()
+	// The scraper's first scrape, at start, may still be on its way: wait
+	// for it, so that only the GETs below can ask the engine again.
+	asked := func() int { hits.Lock(); defer hits.Unlock(); return n }
+	eventually(t, "the scraper's first scrape", func() bool { return asked() >= 1 })
+	before := asked()
 	for range 5 {
 		get(t, sg.proxy+"/metrics")
 	}
