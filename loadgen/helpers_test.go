@@ -35,6 +35,8 @@ type engine struct {
 	// status gives request n's status (n counts from 0 in arrival order);
 	// nil means 200. A non-200 gets an OpenAI error body.
 	status func(n int64) int
+	// retryAfter, when set, is every non-200's Retry-After.
+	retryAfter string
 	// chunks is the number of text chunks; 0 means max_tokens.
 	chunks int
 	// gap is the pause between chunks.
@@ -112,6 +114,9 @@ func (e *engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if code := e.statusOf(n); code != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
+		if e.retryAfter != "" {
+			w.Header().Set("Retry-After", e.retryAfter)
+		}
 		w.WriteHeader(code)
 		fmt.Fprintf(w, `{"error":{"message":"Server overloaded: worker at capacity","type":"Overloaded","code":%d}}`, code)
 		return
@@ -251,5 +256,29 @@ func runLoad(t *testing.T, ctx context.Context, opts loadgen.Options) loadgen.Re
 	if r.MaxConcurrencyObserved > r.Sent {
 		t.Errorf("max concurrency %d above sent %d", r.MaxConcurrencyObserved, r.Sent)
 	}
+	checkRetryFigures(t, r)
 	return r
+}
+
+// checkRetryFigures checks the arithmetic of the retry figures every
+// report keeps: retries = tries − sent, each request tried at least once
+// and at most config.retry times, timed_out = by_status["deadline"],
+// gave_up among the refused, and the goodput no more than the throughput.
+func checkRetryFigures(t *testing.T, r loadgen.Report) {
+	t.Helper()
+	if r.Retries != r.Tries-r.Sent {
+		t.Errorf("retries = %d, want tries %d − sent %d", r.Retries, r.Tries, r.Sent)
+	}
+	if r.Tries < r.Sent || r.Tries > r.Sent*int64(r.Config.Retry) {
+		t.Errorf("tries = %d, want from sent %d to sent × retry %d", r.Tries, r.Sent, r.Config.Retry)
+	}
+	if r.TimedOut != r.ByStatus[loadgen.OutcomeDeadline] {
+		t.Errorf("timed_out = %d, want by_status[deadline] %d", r.TimedOut, r.ByStatus[loadgen.OutcomeDeadline])
+	}
+	if r.GaveUp > r.Sent-r.OK-r.TimedOut {
+		t.Errorf("gave_up = %d, above sent %d − ok %d − timed_out %d", r.GaveUp, r.Sent, r.OK, r.TimedOut)
+	}
+	if r.GoodputPerSecond > r.RequestsPerSecond {
+		t.Errorf("goodput %g/s above the successful %g/s", r.GoodputPerSecond, r.RequestsPerSecond)
+	}
 }

@@ -29,6 +29,9 @@ const (
 const (
 	MaxConcurrency = 100_000
 	MaxRate        = 1_000_000.0
+	// MaxRetry bounds Options.Retry: more tries than this is a typo, not
+	// a client.
+	MaxRetry = 100
 )
 
 // Options configures a Generator. New checks every field; the command line
@@ -73,8 +76,16 @@ type Options struct {
 	PromptTokens Dist
 	// MaxTokens is each request's max_tokens; ignore_eos is always set.
 	MaxTokens Dist
-	// Timeout bounds each request; 0 for none.
+	// Timeout bounds each try of a request; 0 for none.
 	Timeout time.Duration
+	// Retry is the most tries per request, the first included, 1 to
+	// MaxRetry; 0 means 1, which never retries. Only a refusal is tried
+	// again (see the package documentation).
+	Retry int
+	// Deadline bounds a whole request, every try and the waits between
+	// them, counted from its first send; 0 for none. A request it ends
+	// has the outcome "deadline".
+	Deadline time.Duration
 	// APIKey, when set, is sent as "Authorization: Bearer APIKey".
 	APIKey string
 
@@ -118,8 +129,14 @@ func (o *Options) validate() error {
 	if o.Requests < 0 || o.Duration < 0 || (o.Requests == 0 && o.Duration == 0) {
 		bad("Requests", o.Requests, fmt.Sprintf("and Duration %v: must not be negative, and one must be set", o.Duration))
 	}
-	if o.DrainTimeout < 0 || o.Timeout < 0 || o.ProgressInterval < 0 {
-		bad("DrainTimeout", o.DrainTimeout, "and Timeout and ProgressInterval must not be negative")
+	if o.DrainTimeout < 0 || o.Timeout < 0 || o.ProgressInterval < 0 || o.Deadline < 0 {
+		bad("DrainTimeout", o.DrainTimeout, "and Timeout, Deadline and ProgressInterval must not be negative")
+	}
+	if o.Retry == 0 {
+		o.Retry = 1
+	}
+	if o.Retry < 1 || o.Retry > MaxRetry {
+		bad("Retry", o.Retry, fmt.Sprintf("must be from 1 to %d tries", MaxRetry))
 	}
 	if o.Sender != nil {
 		if o.URL != "" || o.Endpoint != "" || o.APIKey != "" {

@@ -12,6 +12,7 @@ type recorder struct {
 	sent, done, ok, rejected, failed, dropped atomic.Int64
 	inFlight, maxInFlight                     atomic.Int64
 	outputTokens                              atomic.Int64
+	tries, timedOut, gaveUp, good             atomic.Int64
 
 	mu           sync.Mutex
 	byStatus     map[string]int64
@@ -66,6 +67,16 @@ func (r *recorder) record(res result) {
 		r.failed.Add(1) // no answer, or a success that broke off
 	default:
 		r.rejected.Add(1) // a status other than a success
+	}
+	r.tries.Add(int64(res.tries))
+	if res.outcome == OutcomeDeadline {
+		r.timedOut.Add(1)
+	}
+	if res.gaveUp {
+		r.gaveUp.Add(1)
+	}
+	if res.good {
+		r.good.Add(1)
 	}
 	r.mu.Lock()
 	r.byStatus[res.outcome]++

@@ -22,9 +22,14 @@ const ReportVersion = 1
 //	  "ok": 10,                       // successful: 2xx with a complete body
 //	  "dropped": 0,                   // open loop: arrivals not sent (max outstanding)
 //	  "by_status": {"200": 10, "529": 10},
+//	  "tries": 42,                    // tries sent, retries included
+//	  "retries": 22,                  // tries - sent
+//	  "timed_out": 0,                 // ended by the deadline: by_status["deadline"]
+//	  "gave_up": 10,                  // ended refused: no try left, or none fitting the deadline
 //	  "interrupted": false,           // the caller's context ended the run early
 //	  "duration_seconds": 1.5,        // wall time, first send to last answer
 //	  "requests_per_second": 6.7,     // ok / duration_seconds
+//	  "goodput_per_second": 6.7,      // ok within the deadline / duration_seconds
 //	  "output_tokens": 640,           // of successful requests
 //	  "prompt_tokens": 1280,          // of successful requests, from usage
 //	  "output_tokens_per_second": 427,
@@ -36,8 +41,10 @@ const ReportVersion = 1
 //
 // by_status keys are HTTP statuses ("200", "529", …), gRPC code names
 // ("OK", "RESOURCE_EXHAUSTED", …) or error, timeout, cancelled,
-// stream_error, bad_response. Latencies are in seconds, from
-// successful requests only; percentiles are nearest-rank (see Percentile).
+// stream_error, bad_response, deadline: each request once, with its last
+// try's outcome. Latencies are in seconds, from successful requests only,
+// counted from the request's first try; percentiles are nearest-rank (see
+// Percentile).
 type Report struct {
 	Version                int              `json:"version"`
 	Config                 RunConfig        `json:"config"`
@@ -45,9 +52,14 @@ type Report struct {
 	OK                     int64            `json:"ok"`
 	Dropped                int64            `json:"dropped"`
 	ByStatus               map[string]int64 `json:"by_status"`
+	Tries                  int64            `json:"tries"`
+	Retries                int64            `json:"retries"`
+	TimedOut               int64            `json:"timed_out"`
+	GaveUp                 int64            `json:"gave_up"`
 	Interrupted            bool             `json:"interrupted"`
 	DurationSeconds        float64          `json:"duration_seconds"`
 	RequestsPerSecond      float64          `json:"requests_per_second"`
+	GoodputPerSecond       float64          `json:"goodput_per_second"`
 	OutputTokens           int64            `json:"output_tokens"`
 	PromptTokens           int64            `json:"prompt_tokens"`
 	OutputTokensPerSecond  float64          `json:"output_tokens_per_second"`
@@ -66,6 +78,8 @@ type RunConfig struct {
 	Requests            int64   `json:"requests"`        // 0: no count
 	DurationSeconds     float64 `json:"duration_seconds"`
 	DrainTimeoutSeconds float64 `json:"drain_timeout_seconds"`
+	Retry               int     `json:"retry"`            // most tries per request
+	DeadlineSeconds     float64 `json:"deadline_seconds"` // 0: none
 	Target              string  `json:"target"`
 	Model               string  `json:"model"` // "" with a Sender that has none
 	Stream              bool    `json:"stream"`
@@ -85,6 +99,9 @@ func (g *Generator) report(rec *recorder, elapsed time.Duration, interrupted boo
 		OK:                     rec.ok.Load(),
 		Dropped:                rec.dropped.Load(),
 		ByStatus:               rec.byStatus,
+		Tries:                  rec.tries.Load(),
+		TimedOut:               rec.timedOut.Load(),
+		GaveUp:                 rec.gaveUp.Load(),
 		Interrupted:            interrupted,
 		DurationSeconds:        elapsed.Seconds(),
 		OutputTokens:           rec.outputTokens.Load(),
@@ -94,8 +111,10 @@ func (g *Generator) report(rec *recorder, elapsed time.Duration, interrupted boo
 		E2E:                    Summarize(rec.e2e),
 		MaxConcurrencyObserved: rec.maxInFlight.Load(),
 	}
+	r.Retries = r.Tries - r.Sent
 	if s := elapsed.Seconds(); s > 0 {
 		r.RequestsPerSecond = float64(r.OK) / s
+		r.GoodputPerSecond = float64(rec.good.Load()) / s
 		r.OutputTokensPerSecond = float64(r.OutputTokens) / s
 	}
 	return r
@@ -106,6 +125,7 @@ func (g *Generator) runConfig() RunConfig {
 	c := RunConfig{
 		Mode: o.Mode, Requests: o.Requests,
 		DurationSeconds: o.Duration.Seconds(), DrainTimeoutSeconds: o.DrainTimeout.Seconds(),
+		Retry: o.Retry, DeadlineSeconds: o.Deadline.Seconds(),
 		Target: g.Target(), Model: o.Model, Stream: o.Stream,
 		PromptTokens: o.PromptTokens.String(), MaxTokens: o.MaxTokens.String(), Seed: o.Seed,
 	}

@@ -33,9 +33,10 @@ func TestReportJSONMatchesTable(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &generic); err != nil {
 		t.Fatalf("JSON does not parse: %v\n%s", err, js.String())
 	}
-	wantKeys := []string{"by_status", "config", "dropped", "duration_seconds", "e2e_seconds", "interrupted",
-		"itl_seconds", "max_concurrency_observed", "ok", "output_tokens", "output_tokens_per_second",
-		"prompt_tokens", "requests_per_second", "sent", "ttft_seconds", "version"}
+	wantKeys := []string{"by_status", "config", "dropped", "duration_seconds", "e2e_seconds", "gave_up",
+		"goodput_per_second", "interrupted", "itl_seconds", "max_concurrency_observed", "ok", "output_tokens",
+		"output_tokens_per_second", "prompt_tokens", "requests_per_second", "retries", "sent", "timed_out",
+		"tries", "ttft_seconds", "version"}
 	if got := slices.Sorted(maps.Keys(generic)); !slices.Equal(got, wantKeys) {
 		t.Errorf("JSON keys = %q\nwant        %q", got, wantKeys)
 	}
@@ -55,7 +56,8 @@ func TestReportJSONMatchesTable(t *testing.T) {
 
 	rows := tableRows(t, table.String())
 	checks := map[string]int64{"sent": back.Sent, "ok": back.OK, "dropped": back.Dropped,
-		"max in flight": back.MaxConcurrencyObserved, "output tokens": back.OutputTokens}
+		"max in flight": back.MaxConcurrencyObserved, "output tokens": back.OutputTokens,
+		"tries": back.Tries, "retries": back.Retries, "timed out": back.TimedOut, "gave up": back.GaveUp}
 	for s, n := range back.ByStatus {
 		checks["status "+s] = n
 	}
@@ -68,6 +70,13 @@ func TestReportJSONMatchesTable(t *testing.T) {
 		if _, ok := rows[name]; !ok {
 			t.Errorf("table has no %s row:\n%s", name, table.String())
 		}
+	}
+	if back.GaveUp != 8 || back.Tries != 16 || back.Config.Retry != 1 || back.Config.DeadlineSeconds != 0 {
+		t.Errorf("JSON: gave_up %d, tries %d, config retry %d, deadline %g; want 8, 16, 1, 0",
+			back.GaveUp, back.Tries, back.Config.Retry, back.Config.DeadlineSeconds)
+	}
+	if got, want := rows["goodput/s"], strconv.FormatFloat(back.GoodputPerSecond, 'f', 2, 64); got != want {
+		t.Errorf("table goodput/s = %q, JSON says %s", got, want)
 	}
 	if rows["TTFT"] != strconv.Itoa(back.TTFT.Count) {
 		t.Errorf("TTFT count in the table = %q, JSON %d", rows["TTFT"], back.TTFT.Count)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -18,6 +19,7 @@ const (
 	OutcomeCancelled   = "cancelled"
 	OutcomeStreamError = "stream_error"
 	OutcomeBadResponse = "bad_response"
+	OutcomeDeadline    = "deadline"
 )
 
 // httpSender is the default Sender: OpenAI completion requests over
@@ -69,23 +71,26 @@ func (s *httpSender) Send(ctx context.Context, req Request) Answer {
 	a := Answer{Start: time.Now()}
 	resp, err := s.client.Do(hreq)
 	if err != nil {
-		a.Err = err
+		// Do fails only before the response head: nothing was answered.
+		a.Err = fmt.Errorf("%w: %w", ErrUnanswered, err)
 		return a
 	}
 	defer closeBody(resp.Body)
 	a.Status = strconv.Itoa(resp.StatusCode)
 	a.Success = resp.StatusCode >= 200 && resp.StatusCode <= 299
 	if !a.Success {
+		a.RetryAfter = resp.Header.Get("Retry-After")
 		return a
 	}
 	a.Reply, a.Err = readReply(resp.Header.Get("Content-Type"), resp.Body, time.Now)
 	return a
 }
 
-// outcomeOf maps a failed request to its outcome: the one function that
-// decides between a broken answer, cancellation, timeout and other errors.
-// ctx is the run's request context, rctx the request's own.
-func outcomeOf(ctx, rctx context.Context, err error) string {
+// outcomeOf maps a failed try to its outcome: the one function that
+// decides between a broken answer, cancellation, the deadline, timeout and
+// other errors. ctx is the run's request context, dctx the request's (with
+// Options.Deadline), rctx the try's own (with Options.Timeout).
+func outcomeOf(ctx, dctx, rctx context.Context, err error) string {
 	switch {
 	case errors.Is(err, ErrStreamError):
 		return OutcomeStreamError
@@ -93,6 +98,8 @@ func outcomeOf(ctx, rctx context.Context, err error) string {
 		return OutcomeBadResponse
 	case ctx.Err() != nil:
 		return OutcomeCancelled
+	case errors.Is(dctx.Err(), context.DeadlineExceeded):
+		return OutcomeDeadline
 	case errors.Is(rctx.Err(), context.DeadlineExceeded):
 		return OutcomeTimeout
 	}

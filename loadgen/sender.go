@@ -17,6 +17,11 @@ var (
 	// does not parse, a stream without its final message). Its outcome is
 	// "bad_response".
 	ErrBadResponse = errors.New("response is not what was expected")
+	// ErrUnanswered: the connection failed before any answer came (refused,
+	// reset or closed before the response head): the server may not have
+	// seen the request, so the Generator may try it again. Its outcome is
+	// "error".
+	ErrUnanswered = errors.New("no answer: the connection failed before the response head")
 )
 
 // Sender sends one request of a run over some protocol and reads its
@@ -70,6 +75,11 @@ type Answer struct {
 	Start time.Time
 	// Reply is when the content arrived, and its token counts.
 	Reply Reply
+	// RetryAfter is a refusal's Retry-After as the server sent it (the
+	// HTTP header, or gRPC's "retry-after" trailer): delay-seconds or an
+	// HTTP date; "" for none. The Generator honours it before the next
+	// try.
+	RetryAfter string
 }
 
 // result is one request's outcome and, when ok, its measurements.
@@ -79,19 +89,26 @@ type result struct {
 	success  bool // and it was a success
 	ok       bool // a success with complete content
 	reply    Reply
-	start    time.Time
+	start    time.Time // of the request's first try
+
+	refused    bool   // a refusal worth another try (see retryable)
+	retryAfter string // the refusal's Retry-After
+	tries      int    // tries sent
+	gaveUp     bool   // ended refused: no try left, or none fits the deadline
+	good       bool   // ok within Options.Deadline: counts in the goodput
 }
 
-// send sends request i with the Generator's Sender and maps its Answer to
+// try sends req once with the Generator's Sender and maps its Answer to
 // the outcome. ctx is the run's request context: its cancellation at the
-// drain timeout makes the outcome "cancelled".
-func (g *Generator) send(ctx context.Context, i int64) result {
-	rctx, cancel := ctx, context.CancelFunc(func() {})
+// drain timeout makes the outcome "cancelled"; dctx is the request's,
+// ended by Options.Deadline ("deadline"); the try's own context is dctx
+// bounded by Options.Timeout ("timeout").
+func (g *Generator) try(ctx, dctx context.Context, req Request) result {
+	rctx, cancel := dctx, context.CancelFunc(func() {})
 	if g.opts.Timeout > 0 {
-		rctx, cancel = context.WithTimeout(ctx, g.opts.Timeout)
+		rctx, cancel = context.WithTimeout(dctx, g.opts.Timeout)
 	}
 	defer cancel()
-	req := requestOf(&g.opts, i)
 	called := time.Now()
 	a := g.sender.Send(rctx, req)
 	returned := time.Now()
@@ -99,14 +116,16 @@ func (g *Generator) send(ctx context.Context, i int64) result {
 		a.Start = called
 	}
 	res := result{outcome: a.Status, answered: a.Status != "", success: a.Status != "" && a.Success,
-		reply: a.Reply, start: a.Start}
+		reply: a.Reply, start: a.Start, retryAfter: a.RetryAfter}
 	switch {
 	case a.Err != nil && (!res.answered || res.success):
-		res.outcome = outcomeOf(ctx, rctx, a.Err)
+		res.outcome = outcomeOf(ctx, dctx, rctx, a.Err)
+		res.refused = !res.answered && res.outcome == OutcomeError && errors.Is(a.Err, ErrUnanswered)
 	case !res.answered: // a Sender that said nothing: a bug of its own
 		res.outcome = OutcomeError
 	default:
 		res.ok = res.success
+		res.refused = !res.success && retryable(res.outcome)
 		if res.ok && res.reply.end.IsZero() {
 			res.reply.End(returned)
 		}

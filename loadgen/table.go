@@ -39,7 +39,12 @@ func (r Report) WriteTable(w io.Writer) error {
 	for _, s := range statusOrder(r.ByStatus) {
 		row("status "+s, "%d", r.ByStatus[s])
 	}
+	row("tries", "%d", r.Tries)
+	row("retries", "%d", r.Retries)
+	row("timed out", "%d (deadline %s)", r.TimedOut, deadlineText(c.DeadlineSeconds))
+	row("gave up", "%d (every try refused)", r.GaveUp)
 	row("requests/s", "%.2f (successful)", r.RequestsPerSecond)
+	row("goodput/s", "%.2f (successful within the deadline)", r.GoodputPerSecond)
 	row("output tokens/s", "%.1f", r.OutputTokensPerSecond)
 	row("output tokens", "%d", r.OutputTokens)
 	row("prompt tokens", "%d", r.PromptTokens)
@@ -73,10 +78,24 @@ func loadText(c RunConfig) string {
 		s += fmt.Sprintf(", %d requests", c.Requests)
 	}
 	if c.DurationSeconds > 0 {
-		s += fmt.Sprintf(", for %v", time.Duration(c.DurationSeconds*float64(time.Second)))
+		s += fmt.Sprintf(", for %v", seconds(c.DurationSeconds))
+	}
+	if c.Retry > 1 {
+		s += fmt.Sprintf(", at most %d tries a request", c.Retry)
 	}
 	return s
 }
+
+// deadlineText is the deadline for people: a duration, or "none".
+func deadlineText(sec float64) string {
+	if sec <= 0 {
+		return "none"
+	}
+	return seconds(sec).String()
+}
+
+// seconds is sec as a Duration.
+func seconds(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }
 
 // statusOrder lists the outcomes: HTTP statuses in numeric order, then the
 // named outcomes in alphabetical order.

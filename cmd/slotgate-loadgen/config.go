@@ -75,6 +75,10 @@ func (c *config) fill(r *raw, v *flagenv.Checker) {
 	o.PromptTokens = dist(v, "prompt-tokens", r.PromptTokens)
 	o.MaxTokens = dist(v, "max-tokens", r.MaxTokens)
 	o.Timeout = v.Duration("timeout", r.Timeout, 0)
+	o.Retry = integer(v, "retry", r.Retry, 1, loadgen.MaxRetry)
+	if r.Deadline != "" { // no default: unset is none
+		o.Deadline = v.Duration("deadline", r.Deadline, 0)
+	}
 	c.jsonPath = r.JSON
 	o.ProgressInterval = v.Duration("progress-interval", r.ProgressInterval, 0)
 	if o.ProgressInterval > 0 && o.ProgressInterval < minProgressInterval {

@@ -33,6 +33,8 @@ var allSettings = []struct{ flag, env, def string }{
 	{"prompt-tokens", "LOADGEN_PROMPT_TOKENS", "128"},
 	{"max-tokens", "LOADGEN_MAX_TOKENS", "64"},
 	{"timeout", "LOADGEN_TIMEOUT", "5m"},
+	{"retry", "LOADGEN_RETRY", "1"},
+	{"deadline", "LOADGEN_DEADLINE", "(unset)"},
 	{"api-key", "LOADGEN_API_KEY", "(unset)"},
 	{"json", "LOADGEN_JSON", "(unset)"},
 	{"progress-interval", "LOADGEN_PROGRESS_INTERVAL", "2s"},
@@ -62,7 +64,7 @@ func TestDefaults(t *testing.T) {
 				Mode: loadgen.Closed, Concurrency: 8, Seed: 1, Requests: 5, DrainTimeout: 30 * time.Second,
 				URL: "http://127.0.0.1:8080", Endpoint: loadgen.EndpointCompletions, Model: "sim-model", Stream: true,
 				PromptTokens: loadgen.FixedDist(128), MaxTokens: loadgen.FixedDist(64),
-				Timeout: 5 * time.Minute, ProgressInterval: 2 * time.Second,
+				Timeout: 5 * time.Minute, Retry: 1, ProgressInterval: 2 * time.Second,
 			}
 			if o != want {
 				t.Errorf("options = %+v\nwant      %+v", o, want)
@@ -96,6 +98,8 @@ func TestPrecedence(t *testing.T) {
 		{"timeout", "LOADGEN_TIMEOUT", "0", "10s", func(c config) string { return c.opts.Timeout.String() }, "5m0s", "0s", "10s"},
 		{"json", "LOADGEN_JSON", "/tmp/x.json", "-", func(c config) string { return c.jsonPath }, "", "/tmp/x.json", "-"},
 		{"api-key", "LOADGEN_API_KEY", "k1", "k2", func(c config) string { return c.opts.APIKey }, "", "k1", "k2"},
+		{"retry", "LOADGEN_RETRY", "3", "100", func(c config) string { return strconv.Itoa(c.opts.Retry) }, "1", "3", "100"},
+		{"deadline", "LOADGEN_DEADLINE", "10s", "0", func(c config) string { return c.opts.Deadline.String() }, "0s", "10s", "0s"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			base := []string{"--requests", "1"}
@@ -171,6 +175,10 @@ func TestProblems(t *testing.T) {
 		{"requests and duration", []string{"--requests=0", "--duration=0s"}, nil, []bad{{"--requests", "0"}, {"--duration", "0s"}}},
 		{"durations", []string{"--requests=1", "--drain-timeout=-1s", "--timeout=soon", "--progress-interval=1ms"}, nil,
 			[]bad{{"--drain-timeout", "-1s"}, {"--timeout", "soon"}, {"--progress-interval", "1ms"}}},
+		{"retry and deadline", []string{"--requests=1", "--retry=0", "--deadline=-1s"}, nil,
+			[]bad{{"--retry", "0"}, {"--deadline", "-1s"}}},
+		{"retry above the bound, deadline from env", []string{"--requests=1", "--retry=101"},
+			map[string]string{"LOADGEN_DEADLINE": "soon"}, []bad{{"--retry", "101"}, {"LOADGEN_DEADLINE", "soon"}}},
 		{"url", []string{"--requests=1", "--url=127.0.0.1:8080"}, nil, []bad{{"--url", "127.0.0.1:8080"}}},
 		{"url with query", []string{"--requests=1"}, map[string]string{"LOADGEN_URL": "http://h/?x=1"}, []bad{{"LOADGEN_URL", "http://h/?x=1"}}},
 		{"endpoint and model", []string{"--requests=1", "--endpoint=/v1/embeddings", "--model= "}, nil,

@@ -62,6 +62,7 @@ func TestMain(m *testing.M) {
 // when the overload function says so, and counts what it sees.
 type engine struct {
 	overload         func(n int64) bool
+	retryAfter       string // with each 529, when set
 	n, in, maxIn     atomic.Int64
 	streamed, usages atomic.Int64
 }
@@ -85,6 +86,9 @@ func (e *engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if e.overload != nil && e.overload(n) {
 		w.Header().Set("Content-Type", "application/json")
+		if e.retryAfter != "" {
+			w.Header().Set("Retry-After", e.retryAfter)
+		}
 		w.WriteHeader(529)
 		fmt.Fprint(w, `{"error":{"message":"Server overloaded: worker at capacity","type":"Overloaded","code":529}}`)
 		return
@@ -165,6 +169,36 @@ func TestBinaryJSON(t *testing.T) {
 	}
 	if r.DurationSeconds <= 0 || r.RequestsPerSecond <= 0 || r.Config.Concurrency != 4 || r.Config.Requests != 20 {
 		t.Errorf("duration %v, rate %v, config %+v", r.DurationSeconds, r.RequestsPerSecond, r.Config)
+	}
+}
+
+// TestBinaryRetry: with --retry (here from its variable) and --deadline,
+// each request refused once is served by its second try, and the JSON
+// says so: one outcome per request, its tries, the goodput, the config.
+func TestBinaryRetry(t *testing.T) {
+	// Every other arrival is refused: with one worker, each request's
+	// first try. The Retry-After is a fraction of a second, to keep the
+	// test short.
+	e := &engine{overload: func(n int64) bool { return n%2 == 0 }, retryAfter: "0.01"}
+	srv := startEngine(t, e)
+	stdout, stderr, code := runBinary(t, []string{"LOADGEN_RETRY=2"}, "--url", srv.URL, "--requests", "10",
+		"--concurrency", "1", "--max-tokens", "2", "--deadline", "30s", "--json", "-")
+	if code != 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", code, stderr)
+	}
+	var r loadgen.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v\n%s", err, stdout)
+	}
+	if r.Sent != 10 || r.OK != 10 || !maps.Equal(r.ByStatus, map[string]int64{"200": 10}) || e.n.Load() != 20 {
+		t.Errorf("sent %d, ok %d, by_status %v, engine saw %d; want 10 served after 20 tries", r.Sent, r.OK, r.ByStatus, e.n.Load())
+	}
+	if r.Tries != 20 || r.Retries != 10 || r.GaveUp != 0 || r.TimedOut != 0 || r.GoodputPerSecond != r.RequestsPerSecond {
+		t.Errorf("tries %d, retries %d, gave_up %d, timed_out %d, goodput %g/s (requests %g/s); want 20, 10, 0, 0, equal",
+			r.Tries, r.Retries, r.GaveUp, r.TimedOut, r.GoodputPerSecond, r.RequestsPerSecond)
+	}
+	if r.Config.Retry != 2 || r.Config.DeadlineSeconds != 30 {
+		t.Errorf("config retry %d, deadline %g s; want 2, 30", r.Config.Retry, r.Config.DeadlineSeconds)
 	}
 }
 

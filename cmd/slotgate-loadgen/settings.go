@@ -20,7 +20,9 @@ type raw struct {
 	Stream           string `flag:"stream" env:"LOADGEN_STREAM" envDefault:"true" bool:"true" usage:"stream the answers (SSE with a usage chunk; over gRPC, a chunk per step); --stream=false waits for whole answers"`
 	PromptTokens     string `flag:"prompt-tokens" env:"LOADGEN_PROMPT_TOKENS" envDefault:"128" usage:"prompt length in tokens, about 4 characters each: N, uniform:MIN:MAX or normal:MEAN:STDDEV"`
 	MaxTokens        string `flag:"max-tokens" env:"LOADGEN_MAX_TOKENS" envDefault:"64" usage:"max_tokens of each request, with ignore_eos: N, uniform:MIN:MAX or normal:MEAN:STDDEV"`
-	Timeout          string `flag:"timeout" env:"LOADGEN_TIMEOUT" envDefault:"5m" usage:"limit on each request; 0 for none"`
+	Timeout          string `flag:"timeout" env:"LOADGEN_TIMEOUT" envDefault:"5m" usage:"limit on each try of a request; 0 for none"`
+	Retry            string `flag:"retry" env:"LOADGEN_RETRY" envDefault:"1" usage:"most tries per request, the first included; a 429, 503 or 529 (gRPC RESOURCE_EXHAUSTED, UNAVAILABLE) or a connection failed before the answer is tried again after its Retry-After or a jittered backoff (0.5s doubling, at most 8s); 1 never retries"`
+	Deadline         string `flag:"deadline" env:"LOADGEN_DEADLINE" usage:"the client's deadline for a whole request, all its tries and waits, from its first send, e.g. 10s; a request not done by then is cancelled and counted as deadline; unset or 0 for none"`
 	APIKey           string `flag:"api-key" env:"LOADGEN_API_KEY" usage:"sent as Authorization: Bearer KEY when set"`
 	JSON             string `flag:"json" env:"LOADGEN_JSON" usage:"write the results as JSON to this file; - for stdout, which then gets no table"`
 	ProgressInterval string `flag:"progress-interval" env:"LOADGEN_PROGRESS_INTERVAL" envDefault:"2s" usage:"progress on stderr: a line this often, or on a terminal one line rewritten every 250ms; 0 for none"`

@@ -23,9 +23,16 @@
 //     the TTFT too. A call that ends OK without a complete message is
 //     "bad_response".
 //
+// For loadgen's retries (Options.Retry), a refusal's "retry-after"
+// trailer (RetryAfterKey, as slotgate's gRPC proxy sends it) is the
+// Answer's RetryAfter, and a call that failed UNAVAILABLE on its
+// connection, with no status from the server and no message, wraps
+// loadgen.ErrUnanswered.
+//
 // Invariants: one grpc.ClientConn (cleartext HTTP/2, every call
 // multiplexed on it) from New to Close; Send is safe for concurrent use
-// and returns when its call has ended, leaving no goroutine behind; there
-// are no retries, and no retry-after trailer is honoured (loadgen's HTTP
-// client honours no Retry-After either).
+// and returns when its call has ended, leaving no goroutine behind; Send
+// tries each call once: trying again is loadgen's (and grpc-go's own
+// transparent retry of a call that never left the client, which changes
+// no answer).
 package grpcload

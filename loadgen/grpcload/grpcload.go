@@ -16,11 +16,17 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/slotgate/slotgate/loadgen"
 	enginepb "github.com/slotgate/slotgate/protos/vllm/grpc/engine"
 )
+
+// RetryAfterKey is the trailer in which slotgate's gRPC proxy sends, with
+// a refusal, the whole seconds to wait before trying again, as HTTP's
+// Retry-After.
+const RetryAfterKey = "retry-after"
 
 // MaxMessageBytes bounds one message received. A complete message repeats
 // every output token id, about 5 bytes each: 64 MiB holds far more than
@@ -101,11 +107,12 @@ func (s *Sender) Send(ctx context.Context, req loadgen.Request) loadgen.Answer {
 	// Cancelling ends the stream on every path out, early ones included.
 	defer cancel()
 	a := loadgen.Answer{Start: time.Now()}
-	stream, err := s.client.Generate(ctx, s.request(req))
+	var trailer metadata.MD
+	stream, err := s.client.Generate(ctx, s.request(req), grpc.Trailer(&trailer))
 	if err != nil {
-		return failed(ctx, a, err, answered.Load())
+		return failed(ctx, a, err, answered.Load(), false)
 	}
-	streamed, complete := false, false
+	streamed, complete, received := false, false, false
 	for {
 		m, err := stream.Recv()
 		t := time.Now()
@@ -117,8 +124,13 @@ func (s *Sender) Send(ctx context.Context, req loadgen.Request) loadgen.Answer {
 			return a
 		}
 		if err != nil {
-			return failed(ctx, a, err, answered.Load())
+			a = failed(ctx, a, err, answered.Load(), received)
+			if v := trailer.Get(RetryAfterKey); a.Status != "" && len(v) > 0 {
+				a.RetryAfter = v[0]
+			}
+			return a
 		}
+		received = true
 		if c := m.GetChunk(); c != nil && len(c.GetTokenIds()) > 0 {
 			a.Reply.Content(t)
 			streamed = true
@@ -151,8 +163,11 @@ func (s *Sender) request(req loadgen.Request) *enginepb.GenerateRequest {
 // failed fills in a for a call that ended with err: the server's status
 // when the server sent one, and no status (err alone) when it sent none,
 // or when its CANCELLED or DEADLINE_EXCEEDED came as ctx, the call's own
-// context, ended.
-func failed(ctx context.Context, a loadgen.Answer, err error, answered bool) loadgen.Answer {
+// context, ended. A call that failed UNAVAILABLE with no status from the
+// server and no message received (received) failed on its connection,
+// before any answer: its error wraps loadgen.ErrUnanswered, so that it may
+// be tried again.
+func failed(ctx context.Context, a loadgen.Answer, err error, answered, received bool) loadgen.Answer {
 	code := status.Code(err)
 	if code == codes.DeadlineExceeded {
 		// The server's deadline is ctx's, sent as grpc-timeout rounded up,
@@ -167,6 +182,9 @@ func failed(ctx context.Context, a loadgen.Answer, err error, answered bool) loa
 	own := ctx.Err() != nil && (code == codes.Canceled || code == codes.DeadlineExceeded)
 	if !answered || own {
 		a.Err = err
+		if !own && !received && code == codes.Unavailable {
+			a.Err = fmt.Errorf("%w: %w", loadgen.ErrUnanswered, err)
+		}
 		return a
 	}
 	a.Status = CodeName(code)
