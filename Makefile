@@ -34,14 +34,14 @@ docker: ## build the image IMAGE (slotgate:VERSION) with Docker, version and com
 		echo "docker: the docker command cannot reach a Docker daemon here (docker info fails): start one, or build the Dockerfile with another builder" >&2; exit 1; fi
 	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
-demo: build-all ## one command: enginesim, slotgate (N=8, Q=4) and a burst of 64 streams, then a summary
+demo: build-all ## one command: the same burst to enginesim alone and behind slotgate (N=8, W=4, Q=4), side by side, then one summary (about 30 s); bin/slotgate-demo --mode hammer: the original burst
 	$(BIN)/slotgate-demo --bin $(BIN)
 
 demo-fleet: build-all ## three workers (enginesim + slotgate each) behind the reference frontend: the same burst routed by load, then round robin, live view and summary
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./examples/frontend/cmd/frontend ./examples/frontend/cmd/fleet-demo
 	$(BIN)/fleet-demo --bin $(BIN)
 
-run: build-all ## slotgate on :8080 (admin :9090) in front of enginesim, until Ctrl-C, with curl examples
+run: build-all ## slotgate on :8080 (admin :9090) in front of enginesim, until Ctrl-C, with a guided tour
 	$(BIN)/slotgate-demo --bin $(BIN) --serve --listen 127.0.0.1:8080 --admin-listen 127.0.0.1:9090 --admin-grpc-listen 127.0.0.1:9091
 
 run-proxy: build ## slotgate in front of a real engine at ENGINE_URL with LIMIT engine slots

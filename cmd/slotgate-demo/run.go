@@ -12,15 +12,25 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/internal/childproc"
-	"github.com/slotgate/slotgate/loadgen"
 )
 
 // stopGrace is how long a process has to end after SIGTERM before it is
 // killed.
 const stopGrace = 10 * time.Second
 
-// run starts the three processes, drives the burst, prints the summary and
-// stops everything it started, whatever happens.
+// stack starts the demo's processes; every one joins procs, which the run
+// stops whatever happens.
+type stack struct {
+	ctx   context.Context
+	o     options
+	procs *childproc.Group
+}
+
+// slotgateURLs are the addresses of a started slotgate.
+type slotgateURLs struct{ proxy, admin string }
+
+// run starts the processes of the chosen mode, drives it, prints its
+// summary and stops everything it started, whatever happens.
 func run(ctx context.Context, o options, out io.Writer) error {
 	logDir, err := os.MkdirTemp("", "slotgate-demo-")
 	if err != nil {
@@ -31,73 +41,70 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		procs.StopAll()
 		fmt.Fprintf(out, "\nEvery process stopped. Logs: %s\n", logDir)
 	}()
-	start := func(name string, args ...string) (map[string]any, error) {
-		p, err := procs.Start(name, filepath.Join(o.bin, name), args...)
-		if err != nil {
-			return nil, err
-		}
-		return p.Listening(ctx)
+	s := &stack{ctx: ctx, o: o, procs: procs}
+	switch {
+	case o.serve:
+		return serve(s, out)
+	case o.mode == modeHammer:
+		return hammer(s, out)
+	default:
+		return compare(s, out)
 	}
-	eng, err := start("enginesim", "--listen", "127.0.0.1:0", "--max-num-seqs", strconv.Itoa(o.slots),
-		"--speedup-ratio", strconv.FormatFloat(o.speedup, 'f', -1, 64))
-	if err != nil {
-		return err
-	}
-	engineURL := fmt.Sprintf("http://%v", eng["addr"])
-	sg, err := start("slotgate", "--listen", o.proxyListen, "--admin-listen", o.adminListen, "--admin-grpc-listen", o.grpcListen,
-		"--engine-url", engineURL, "--engine-request-limit", strconv.Itoa(o.slots),
-		"--request-queue-limit", strconv.Itoa(o.queue), "--drain-delay", "0s")
-	if err != nil {
-		return err
-	}
-	proxyURL, adminURL := fmt.Sprintf("http://%v", sg["proxy"]), fmt.Sprintf("http://%v", sg["admin"])
-	if err := waitReady(ctx, adminURL); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "enginesim (%d sequences) at %s\nslotgate (N=%d, Q=%d) at %s, admin %s\n",
-		o.slots, engineURL, o.slots, o.queue, proxyURL, adminURL)
-	if o.serve {
-		return serveUntilInterrupted(ctx, out, proxyURL, adminURL)
-	}
-	fmt.Fprintf(out, "Driving %d concurrent streams for %s: %d more than N+Q can hold.\n\n",
-		o.concurrency, o.duration, o.concurrency-o.slots-o.queue)
-	return burst(ctx, o, out, procs, proxyURL, adminURL)
 }
 
-// burst runs the load generator while the watcher shows slotgate's state.
-func burst(ctx context.Context, o options, out io.Writer, procs *childproc.Group, proxyURL, adminURL string) error {
-	resultPath := filepath.Join(procs.LogDir(), "loadgen.json")
-	lg, err := procs.Start("slotgate-loadgen", filepath.Join(o.bin, "slotgate-loadgen"),
-		"--url", proxyURL, "--mode", "closed",
-		"--concurrency", strconv.Itoa(o.concurrency), "--duration", o.duration.String(),
-		"--max-tokens", strconv.Itoa(o.maxTokens), "--stream", "--json", resultPath, "--progress-interval", "0")
+// startEngine starts an enginesim with o.slots sequences and an unbounded
+// waiting queue (vLLM's default) and returns its URL.
+func (s *stack) startEngine(name string) (string, error) {
+	p, err := s.procs.Start(name, filepath.Join(s.o.bin, "enginesim"), "--listen", "127.0.0.1:0",
+		"--max-num-seqs", strconv.Itoa(s.o.slots), "--speedup-ratio", strconv.FormatFloat(s.o.speedup, 'f', -1, 64))
 	if err != nil {
-		return err
+		return "", err
 	}
-	w := &watcher{o: o, adminURL: adminURL, out: out, terminal: isTerminal(out)}
-	w.run(ctx, lg.Exited())
-	if ctx.Err() != nil {
-		return nil // Ctrl-C: the deferred clean-up stops everything
-	}
-	if code := lg.ExitCode(); code != 0 {
-		return fmt.Errorf("slotgate-loadgen exited %d; see %s", code, lg.LogPath())
-	}
-	res, err := readLoadgen(resultPath)
+	l, err := p.Listening(s.ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
-	final, err := scrape(ctx, adminURL)
+	return fmt.Sprintf("http://%v", l["addr"]), nil
+}
+
+// startSlotgate starts slotgate in front of engineURL with N=o.slots and
+// Q=o.queue, and W=o.waiting when withWaiting, and waits until it is ready.
+func (s *stack) startSlotgate(engineURL string, withWaiting bool) (slotgateURLs, error) {
+	o := s.o
+	args := []string{"--listen", o.proxyListen, "--admin-listen", o.adminListen, "--admin-grpc-listen", o.grpcListen,
+		"--engine-url", engineURL, "--engine-request-limit", strconv.Itoa(o.slots),
+		"--request-queue-limit", strconv.Itoa(o.queue), "--drain-delay", "0s"}
+	if withWaiting && o.waiting > 0 {
+		args = append(args, "--engine-request-waiting-limit", strconv.Itoa(o.waiting))
+	}
+	p, err := s.procs.Start("slotgate", filepath.Join(o.bin, "slotgate"), args...)
 	if err != nil {
-		return err
+		return slotgateURLs{}, err
 	}
-	s := newSummary(o, res, w, final)
-	s.print(out)
-	if o.summaryJSON != "" {
-		if err := s.writeJSON(o.summaryJSON); err != nil {
-			return err
-		}
+	l, err := p.Listening(s.ctx)
+	if err != nil {
+		return slotgateURLs{}, err
 	}
-	return s.check()
+	u := slotgateURLs{proxy: fmt.Sprintf("http://%v", l["proxy"]), admin: fmt.Sprintf("http://%v", l["admin"])}
+	return u, waitReady(s.ctx, u.admin)
+}
+
+// startLoadgen starts slotgate-loadgen as name against url with args,
+// writing its JSON report to the returned path.
+func (s *stack) startLoadgen(name, url string, args ...string) (*childproc.Proc, string, error) {
+	resultPath := filepath.Join(s.procs.LogDir(), name+".json")
+	args = append([]string{"--url", url, "--max-tokens", strconv.Itoa(s.o.maxTokens), "--stream",
+		"--json", resultPath, "--progress-interval", "0"}, args...)
+	p, err := s.procs.Start(name, filepath.Join(s.o.bin, "slotgate-loadgen"), args...)
+	return p, resultPath, err
+}
+
+// loadgenDone returns an error when p, which has exited, failed.
+func loadgenDone(p *childproc.Proc) error {
+	if code := p.ExitCode(); code != 0 {
+		return fmt.Errorf("%s exited %d; see %s", p.Name(), code, p.LogPath())
+	}
+	return nil
 }
 
 func waitReady(ctx context.Context, adminURL string) error {
@@ -119,34 +126,14 @@ func waitReady(ctx context.Context, adminURL string) error {
 	return fmt.Errorf("slotgate was not ready within 30s (%s/readyz)", adminURL)
 }
 
-// readLoadgen reads slotgate-loadgen's --json report.
-func readLoadgen(path string) (loadgen.Report, error) {
-	var r loadgen.Report
-	b, err := os.ReadFile(path)
+// writeJSON writes v, indented, to path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return r, fmt.Errorf("read load generator results: %w", err)
+		return fmt.Errorf("encode summary: %w", err)
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("parse load generator results %s: %w", path, err)
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
 	}
-	return r, nil
-}
-
-// serveUntilInterrupted prints how to try slotgate and waits for Ctrl-C.
-func serveUntilInterrupted(ctx context.Context, out io.Writer, proxyURL, adminURL string) error {
-	fmt.Fprintf(out, `
-Try it (Ctrl-C stops everything):
-
-  curl -s %[1]s/v1/completions -H 'Content-Type: application/json' \
-       -d '{"model":"sim-model","prompt":"Hello","max_tokens":16}'
-  curl -sN %[1]s/v1/chat/completions -H 'Content-Type: application/json' \
-       -d '{"model":"sim-model","messages":[{"role":"user","content":"Hi"}],"max_tokens":32,"stream":true}'
-  curl -s %[2]s/metrics | grep -E '^(dynamo|slotgate)_'
-  curl -s %[2]s/readyz
-  curl -s %[2]s/v1/load          # the worker's load: KV blocks, prefill, busy
-  curl -sN %[2]s/v1/load/stream  # the same, on every change and every second
-  curl -s %[2]s/busy_threshold
-`, proxyURL, adminURL)
-	<-ctx.Done()
 	return nil
 }

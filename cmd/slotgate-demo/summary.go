@@ -1,16 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-
-	"github.com/slotgate/slotgate/loadgen"
 )
 
-// summary is the demo's result, printed and optionally written as JSON.
+// summary is hammer mode's result, printed and optionally written as JSON.
 type summary struct {
 	N, Q             int
 	Sent             int     `json:"sent"`
@@ -26,7 +22,7 @@ type summary struct {
 	RejectionTotal   float64 `json:"dynamo_rejection_request_total"`
 }
 
-func newSummary(o options, r loadgen.Report, w *watcher, final sample) summary {
+func newSummary(o options, r loadReport, w *watcher, final sample) summary {
 	s := summary{
 		N: o.slots, Q: o.queue, Sent: int(r.Sent),
 		ServedDirect: int(final.direct), ServedQueued: int(final.queued),
@@ -58,17 +54,6 @@ func (s summary) print(out io.Writer) {
 	for _, r := range rows {
 		fmt.Fprintf(out, "  %-31s %-18s %s\n", r.label, r.value, r.note)
 	}
-}
-
-func (s summary) writeJSON(path string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode summary: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
-	return nil
 }
 
 // check verifies that the figures add up; the demo fails if they do not.

@@ -4,59 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
-
-// sample is what the demo reads from slotgate's metrics.
-type sample struct {
-	engine, queue, rejected, direct, queued float64
-}
-
-func scrape(ctx context.Context, adminURL string) (sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/metrics", nil)
-	if err != nil {
-		return sample{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return sample{}, fmt.Errorf("scrape slotgate: %w", err)
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return sample{}, fmt.Errorf("parse slotgate metrics: %w", err)
-	}
-	// value sums the series of name, only those of outcome when given
-	// (over every policy class).
-	value := func(name, outcome string) float64 {
-		sum := 0.0
-		for _, m := range fams[name].GetMetric() {
-			if outcome != "" && !hasOutcome(m, outcome) {
-				continue
-			}
-			if m.Counter != nil {
-				sum += m.Counter.GetValue()
-			} else {
-				sum += m.Gauge.GetValue()
-			}
-		}
-		return sum
-	}
-	return sample{
-		engine:   value("dynamo_engine_request", ""),
-		queue:    value("dynamo_request_queue", ""),
-		rejected: value("dynamo_rejection_request_total", ""),
-		direct:   value("slotgate_requests_total", "admitted_direct"),
-		queued:   value("slotgate_requests_total", "admitted_queued"),
-	}, nil
-}
 
 // watcher shows slotgate's state while the burst runs and keeps the
 // highest values it saw.
@@ -127,13 +77,4 @@ func bar(used float64, total int) string {
 		}
 	}
 	return fmt.Sprintf("[%s] %2.0f/%d", b, used, total)
-}
-
-func hasOutcome(m *dto.Metric, outcome string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == "outcome" {
-			return l.GetValue() == outcome
-		}
-	}
-	return false
 }
