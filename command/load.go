@@ -110,11 +110,13 @@ func (lp *loadParts) published(s *report.Snapshot) {
 		// reported needs (the ranks are sorted, and may skip some).
 		lp.ranks(s.Ranks[len(s.Ranks)-1].DPRank + 1)
 	}
+	lp.orcaGRPC.Update(s)
 	if lp.orcaOn {
-		orca := report.ORCAText(s)
+		// The gRPC report measured the admission rate just now: the
+		// header carries the same rps_fractional.
+		orca := report.ORCAText(s, lp.orcaGRPC.ServerMetrics().QPS)
 		lp.orca.Store(&orca)
 	}
-	lp.orcaGRPC.Update(s)
 }
 
 // orcaService is the ORCA out-of-band service (OpenRcaService) over the

@@ -242,7 +242,7 @@ func TestOwnLoadWhenEngineSilent(t *testing.T) {
 	eventually(t, "free again", func() bool { return s.metric("slotgate_worker_busy", "dp_rank", "0") == 0 })
 	r = post(ctx, http.DefaultClient, s.proxy, "after", prompt)
 	orca := r.header.Get("Endpoint-Load-Metrics")
-	if r.status != http.StatusOK || !strings.HasPrefix(orca, "TEXT ") || !strings.Contains(orca, "named_metrics.busy:0") {
+	if r.status != http.StatusOK || !strings.HasPrefix(orca, "TEXT ") || !strings.Contains(orca, "named_metrics.busy=0") {
 		t.Errorf("after: %d, ORCA header %q", r.status, orca)
 	}
 }

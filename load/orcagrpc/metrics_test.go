@@ -131,7 +131,7 @@ func TestMetrics(t *testing.T) {
 func TestMetricsAgreeWithTheHTTPHeader(t *testing.T) {
 	for _, tc := range metricsCases {
 		t.Run(tc.name, func(t *testing.T) {
-			header := parseORCAText(t, report.ORCAText(&tc.snap))
+			header := parseORCAText(t, report.ORCAText(&tc.snap, -1))
 			sm := orcagrpc.Metrics(&tc.snap)
 			mine := map[string]float64{}
 			if sm.AppUtilization != -1 {
@@ -149,7 +149,7 @@ func TestMetricsAgreeWithTheHTTPHeader(t *testing.T) {
 	}
 }
 
-// parseORCAText reads "TEXT name:value,name:value".
+// parseORCAText reads "TEXT name=value, name=value".
 func parseORCAText(t *testing.T, h string) map[string]float64 {
 	t.Helper()
 	body, ok := strings.CutPrefix(h, "TEXT ")
@@ -157,8 +157,8 @@ func parseORCAText(t *testing.T, h string) map[string]float64 {
 		t.Fatalf("header %q has no TEXT prefix", h)
 	}
 	out := map[string]float64{}
-	for pair := range strings.SplitSeq(body, ",") {
-		name, value, ok := strings.Cut(pair, ":")
+	for pair := range strings.SplitSeq(body, ", ") {
+		name, value, ok := strings.Cut(pair, "=")
 		v, err := strconv.ParseFloat(value, 64)
 		if !ok || err != nil {
 			t.Fatalf("header %q: bad pair %q", h, pair)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -10,35 +11,45 @@ import (
 // robin read.
 const ORCAHeader = "endpoint-load-metrics"
 
-// ORCAText renders s in ORCA's TEXT form:
+// ORCAText renders s in ORCA's TEXT form, as the ORCA design document,
+// Envoy since 1.33 (PR #37724, "fix the delimiter of the native http
+// parser") and vLLM write it:
 //
-//	TEXT application_utilization:0.42,named_metrics.kv_cache_usage:0.42,…
+//	TEXT application_utilization=0.42, rps_fractional=12.5, named_metrics.kv_cache_usage=0.42, …
 //
 // application_utilization is the KV cache usage (KVUsage), or, when no
 // rank knows its KV capacity, the share of engine slots in use; it is
-// absent when neither is known. The named metrics are kv_cache_usage
-// (when known), active_prefill_tokens, active_decode_blocks (when known),
-// in_flight, queued and busy (0 or 1).
+// absent when neither is known. rps_fractional is rps, the requests
+// admitted per second, when it is known (rps >= 0): Envoy's and gRPC's
+// weighted round robin ignore a report without it. The named metrics are
+// kv_cache_usage (when known), active_prefill_tokens, active_decode_blocks
+// (when known), in_flight, queued and busy (0 or 1).
 //
-// Pairs are separated by commas and written name:value, the separator
-// every Envoy that reads the TEXT prefix accepts (newer ones also take
-// name=value).
-func ORCAText(s *Snapshot) string {
+// Pairs are written name=value and separated by ", ". Envoy's first
+// parser split at ':' (PR #35422); which releases before 1.33 take '='
+// is not certain, so a 1.32 or older Envoy may refuse these reports. A
+// value that is not a finite number of at least 0 is left out rather
+// than sent: Envoy refuses the whole report for one bad value.
+func ORCAText(s *Snapshot, rps float64) string {
 	var b strings.Builder
 	b.WriteString("TEXT ")
 	first := true
 	put := func(name string, v float64) {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return
+		}
 		if !first {
-			b.WriteByte(',')
+			b.WriteString(", ")
 		}
 		first = false
 		b.WriteString(name)
-		b.WriteByte(':')
+		b.WriteByte('=')
 		b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	if u, ok := s.Utilization(); ok {
 		put("application_utilization", u)
 	}
+	put("rps_fractional", rps)
 	if usage, known := s.KVUsage(); known {
 		put("named_metrics.kv_cache_usage", usage)
 	}
