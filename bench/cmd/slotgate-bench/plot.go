@@ -111,12 +111,8 @@ func renderLatencySVG(ss []series, title string) []byte {
 	if len(ss) == 0 || len(ss[0].points) == 0 {
 		return nil
 	}
-	x, y, concs := scales(ss)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotW, plotH, plotW, plotH)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", plotW, plotH)
-	text(&b, plotW/2, 24, "middle", 13, title)
-	axes(&b, x, y, concs, "offered load: concurrent closed-loop clients (log scale)", "latency, ms (log scale)")
+	x, y := openSVG(&b, ss, title, "offered load: concurrent closed-loop clients (log scale)", "latency, ms (log scale)")
 	for i, s := range ss {
 		line(&b, s, x, y, colour(s.name, i))
 	}
@@ -127,6 +123,18 @@ func renderLatencySVG(ss []series, title string) []byte {
 
 // axes draws the frame: a vertical grid line at each of xs, horizontal
 // ones at each decade of y and its steps, and the two axes' labels.
+// openSVG writes the start of a plot of ss to b, the same for every plot
+// of the bench: the svg element, a white background, the title and the
+// log-scale axes with their labels. It returns the scales to draw with.
+func openSVG(b *strings.Builder, ss []series, title, xLabel, yLabel string) (x, y logScale) {
+	x, y, ticks := scales(ss)
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotW, plotH, plotW, plotH)
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", plotW, plotH)
+	text(b, plotW/2, 24, "middle", 13, title)
+	axes(b, x, y, ticks, xLabel, yLabel)
+	return x, y
+}
+
 func axes(b *strings.Builder, x, y logScale, concs []float64, xLabel, yLabel string) {
 	for _, c := range concs {
 		px := x.x(c)

@@ -45,12 +45,8 @@ func renderCPUSVG(ss []series, title string) []byte {
 	if len(ss) == 0 || len(ss[0].points) == 0 {
 		return nil
 	}
-	x, y, counts := scales(ss)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", plotW, plotH, plotW, plotH)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", plotW, plotH)
-	text(&b, plotW/2, 24, "middle", 13, title)
-	axes(&b, x, y, counts, "SSE streams held open at once (log scale)", "proxy CPU per event, µs (log scale)")
+	x, y := openSVG(&b, ss, title, "SSE streams held open at once (log scale)", "proxy CPU per event, µs (log scale)")
 	for i, s := range ss {
 		col := colour(s.name, i)
 		var pts []string
