@@ -114,7 +114,7 @@ func (lp *loadParts) published(s *report.Snapshot) {
 	if lp.orcaOn {
 		// The gRPC report measured the admission rate just now: the
 		// header carries the same rps_fractional.
-		orca := report.ORCAText(s, lp.orcaGRPC.ServerMetrics().QPS)
+		orca := report.ORCAText(s, lp.orcaGRPC.QPS())
 		lp.orca.Store(&orca)
 	}
 }

@@ -96,6 +96,10 @@ func (r *Reporter) Report() *v3orcapb.OrcaLoadReport { return r.cur.Load().repor
 // for grpc-go's orca.CallMetricsServerOption or orca.Register.
 func (r *Reporter) ServerMetrics() *orca.ServerMetrics { return clone(r.cur.Load().metrics) }
 
+// QPS is the latest report's requests admitted per second, -1 while it is
+// unset: what ServerMetrics().QPS says, without copying the report.
+func (r *Reporter) QPS() float64 { return r.cur.Load().metrics.QPS }
+
 // Trailer returns the latest report as per-call trailer metadata, one
 // TrailerKey pair holding the serialized OrcaLoadReport, as grpc-go's
 // orca.CallMetricsServerOption sends it; nil if serializing failed. Each

@@ -65,6 +65,9 @@ func TestReporterRate(t *testing.T) {
 		if got := r.ServerMetrics().QPS; got != st.wantRPS {
 			t.Errorf("%s: ServerMetrics().QPS = %v, want %v", st.name, got, st.wantRPS)
 		}
+		if got := r.QPS(); got != st.wantRPS {
+			t.Errorf("%s: QPS() = %v, want %v", st.name, got, st.wantRPS)
+		}
 	}
 }
 
