@@ -19,6 +19,7 @@ import (
 	"github.com/slotgate/slotgate/health"
 	"github.com/slotgate/slotgate/internal/logging"
 	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load/orcagrpc"
 	"github.com/slotgate/slotgate/metrics"
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -82,9 +83,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		Logger:               log.Named("proxy"),
 		AccessLog:            access,
 	}
-	if cfg.ORCAHeader {
-		popts.LoadHeaders = lp.orcaHeader
-	}
+	popts.LoadReport = &proxy.LoadReport{Key: orcagrpc.HeaderKey, Value: lp.orcaReport}
 	p, err := proxy.New(popts)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/slotgate/slotgate/internal/testlog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/command"
+	"github.com/slotgate/slotgate/internal/testlog"
 )
 
 // waitLimit bounds every wait in these tests. It is generous: CI has two

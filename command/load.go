@@ -36,13 +36,17 @@ type loadParts struct {
 	// Derived from each published snapshot for the request path, where
 	// reading them must cost next to nothing.
 	busy atomic.Bool
-	orca atomic.Pointer[string] // rendered only with --orca-header
-	// orcaOn is --orca-header: without it nobody reads the header, and it
-	// is not rendered.
+	// orcaOn is --orca-header: every answer carries the ORCA report, not
+	// only those whose request asks for it.
 	orcaOn bool
-	// orcaGRPC is the load report for gRPC balancers, served out of band
-	// on the gRPC proxy's server (orcaService). It is always kept: the
-	// gRPC server is always there, on the proxy port.
+	// orcaFormat is the report's form when the request names none
+	// (--orca-format).
+	orcaFormat orcagrpc.Format
+	// orcaGRPC is the ORCA load report in every form: for gRPC balancers,
+	// served out of band on the gRPC proxy's server (orcaService) and per
+	// call, and for HTTP ones, as a header. It is always kept: the gRPC
+	// server is always there, on the proxy port, and any request may ask
+	// for the header.
 	orcaGRPC *orcagrpc.Reporter
 	// ranks, when set, is told how many ranks each snapshot has (limits
 	// per rank, grown to the ranks the engine reports).
@@ -51,7 +55,7 @@ type loadParts struct {
 
 func newLoadParts(cfg config.Config, lims *gate.Limiters, client *http.Client, log *zap.Logger) (*loadParts, error) {
 	lp := &loadParts{
-		orcaOn: cfg.ORCAHeader, ranks: growRanks(lims, log.Named("limits")),
+		orcaOn: cfg.ORCAHeader, orcaFormat: orcaFormat(cfg.ORCAFormat), ranks: growRanks(lims, log.Named("limits")),
 		orcaGRPC: orcagrpc.NewReporter(orcagrpc.Options{Admitted: admittedOf(lims)}),
 	}
 	scraper, err := scrape.New(scrape.Options{
@@ -111,12 +115,6 @@ func (lp *loadParts) published(s *report.Snapshot) {
 		lp.ranks(s.Ranks[len(s.Ranks)-1].DPRank + 1)
 	}
 	lp.orcaGRPC.Update(s)
-	if lp.orcaOn {
-		// The gRPC report measured the admission rate just now: the
-		// header carries the same rps_fractional.
-		orca := report.ORCAText(s, lp.orcaGRPC.QPS())
-		lp.orca.Store(&orca)
-	}
 }
 
 // orcaService is the ORCA out-of-band service (OpenRcaService) over the
@@ -137,14 +135,31 @@ func admittedOf(lims *gate.Limiters) func() uint64 {
 	}
 }
 
-// orcaKey is the ORCA header's key as net/http stores it: an engine's own
-// report, parsed under this key, is replaced rather than sent beside
-// slotgate's (Envoy reads the first value only).
-var orcaKey = http.CanonicalHeaderKey(report.ORCAHeader)
+// orcaReport is the ORCA load report on proxied answers: in the form the
+// request asks for with endpoint-load-metrics-format (TEXT, JSON or BIN,
+// as vLLM reads it), else, with --orca-header, in --orca-format; a request
+// that names an unknown form gets that default too. Without --orca-header,
+// only a request that names a form gets a report.
+func (lp *loadParts) orcaReport(req http.Header) string {
+	f := lp.orcaFormat
+	if asked := req[orcaFormatKey]; len(asked) > 0 {
+		if g, ok := orcagrpc.ParseFormat(asked[0]); ok {
+			f = g
+		}
+	} else if !lp.orcaOn {
+		return ""
+	}
+	return lp.orcaGRPC.Header(f)
+}
 
-// orcaHeader sets the latest ORCA report on a proxied response.
-func (lp *loadParts) orcaHeader(h http.Header) {
-	h[orcaKey] = []string{*lp.orca.Load()}
+// orcaFormatKey is the request header naming the report's form, as
+// net/http keeps it.
+var orcaFormatKey = http.CanonicalHeaderKey(orcagrpc.FormatHeader)
+
+// orcaFormat reads --orca-format, checked by config: text, json or bin.
+func orcaFormat(name string) orcagrpc.Format {
+	f, _ := orcagrpc.ParseFormat(name)
+	return f
 }
 
 // requestsOf reads slotgate's admission state for the snapshot. With

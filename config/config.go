@@ -137,9 +137,13 @@ type Config struct {
 	// RejectWhenBusy makes slotgate refuse new requests while busy
 	// (--reject-when-busy, SLOTGATE_REJECT_WHEN_BUSY).
 	RejectWhenBusy bool
-	// ORCAHeader adds endpoint-load-metrics to proxied responses
-	// (--orca-header, SLOTGATE_ORCA_HEADER).
+	// ORCAHeader adds endpoint-load-metrics to every proxied response,
+	// and endpoint-load-metrics-bin to every forwarded gRPC call's
+	// trailers (--orca-header, SLOTGATE_ORCA_HEADER).
 	ORCAHeader bool
+	// ORCAFormat is the header's form when the request does not ask for
+	// one: text, json or bin (--orca-format, SLOTGATE_ORCA_FORMAT).
+	ORCAFormat string
 	// DynamoEventPlane is the NATS server the load is published to as
 	// Dynamo ActiveLoad events (--dynamo-event-plane,
 	// SLOTGATE_DYNAMO_EVENT_PLANE; else NATS_SERVER, or

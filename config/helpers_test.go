@@ -54,6 +54,7 @@ var allSettings = []setting{
 	{"active-prefill-tokens-threshold-frac", "DYN_ACTIVE_PREFILL_TOKENS_THRESHOLD_FRAC", "(unset)"},
 	{"reject-when-busy", "SLOTGATE_REJECT_WHEN_BUSY", "false"},
 	{"orca-header", "SLOTGATE_ORCA_HEADER", "false"},
+	{"orca-format", "SLOTGATE_ORCA_FORMAT", "text"},
 	{"dynamo-event-plane", "SLOTGATE_DYNAMO_EVENT_PLANE", "(unset)"},
 	{"dyn-event-plane", "DYN_EVENT_PLANE", "(unset)"},
 	{"nats-server", "NATS_SERVER", "(unset)"},

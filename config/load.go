@@ -29,6 +29,10 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 	c.PrefillThreshold = tokenThreshold(v, "active-prefill-tokens-threshold", r.PrefillThreshold)
 	c.RejectWhenBusy = v.Bool("reject-when-busy", r.RejectWhenBusy)
 	c.ORCAHeader = v.Bool("orca-header", r.ORCAHeader)
+	c.ORCAFormat = strings.ToLower(strings.TrimSpace(r.ORCAFormat))
+	if !slices.Contains([]string{"text", "json", "bin"}, c.ORCAFormat) {
+		v.Fail("orca-format", r.ORCAFormat, "must be one of text, json, bin (any case)")
+	}
 	c.AccessLog = v.Bool("access-log", r.AccessLog)
 	c.EnableProfiling = v.Bool("enable-profiling", r.EnableProfiling)
 	c.AdminGRPCListen = ""

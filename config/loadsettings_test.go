@@ -21,6 +21,7 @@ func TestLoadSettingDefaults(t *testing.T) {
 	}
 	eq(t, "RejectWhenBusy", c.RejectWhenBusy, false)
 	eq(t, "ORCAHeader", c.ORCAHeader, false)
+	eq(t, "ORCAFormat", c.ORCAFormat, "text")
 	eq(t, "AdminGRPCListen", c.AdminGRPCListen, ":9091")
 	eq(t, "ModelName", c.ModelName, "default")
 }
@@ -103,6 +104,11 @@ func TestLoadSettings(t *testing.T) {
 			check: func(t *testing.T, c config.Config) { eq(t, "AccessLog", c.AccessLog, false) }},
 		{name: "orca header yes", env: map[string]string{"SLOTGATE_ORCA_HEADER": "yes"},
 			check: func(t *testing.T, c config.Config) { eq(t, "ORCAHeader", c.ORCAHeader, true) }},
+		{name: "orca format BIN", env: map[string]string{"SLOTGATE_ORCA_FORMAT": " BIN"},
+			check: func(t *testing.T, c config.Config) { eq(t, "ORCAFormat", c.ORCAFormat, "bin") }},
+		{name: "orca format json", args: []string{"--orca-format=json"},
+			check: func(t *testing.T, c config.Config) { eq(t, "ORCAFormat", c.ORCAFormat, "json") }},
+		{name: "orca format bad", args: []string{"--orca-format=proto"}, probs: []bad{{"--orca-format", "proto"}}},
 		{name: "profiling ON", args: []string{"--enable-profiling=ON"},
 			check: func(t *testing.T, c config.Config) { eq(t, "EnableProfiling", c.EnableProfiling, true) }},
 		{name: "access log not a bool", env: map[string]string{"SLOTGATE_ACCESS_LOG": "disabled"},

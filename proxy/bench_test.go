@@ -132,11 +132,11 @@ func BenchmarkProxyTracked(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	orca := []string{"TEXT application_utilization:0.5,named_metrics.queued:0"}
+	const orca = "TEXT application_utilization=0.5, named_metrics.queued=0"
 	runClient(b, benchProxy(b, benchEngine(b), lim, func(g *gate.Options, o *proxy.Options) {
 		g.Flights = inflight.New(func() {})
 		g.Changed = func() {}
-		o.LoadHeaders = func(h http.Header) { h["Endpoint-Load-Metrics"] = orca }
+		o.LoadReport = &proxy.LoadReport{Key: "endpoint-load-metrics", Value: func(http.Header) string { return orca }}
 	}), http.StatusOK)
 }
 

@@ -80,8 +80,8 @@ func (ex *exchange) heldBody(req *http.Request) []byte {
 // hop-by-hop headers are gone: it adds the load headers and, for a
 // request whose tokens are counted, counts them as the answer streams.
 func (ex *exchange) respond(resp *http.Response) error {
-	if h := ex.p.loadHeaders; h != nil {
-		h(resp.Header)
+	if ex.p.loadReport != nil {
+		ex.reportLoad(resp)
 	}
 	ex.Responding()
 	if !ex.Counting() {

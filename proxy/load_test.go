@@ -2,7 +2,9 @@ package proxy_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -235,20 +237,28 @@ func TestProtocolSwitchWithTracking(t *testing.T) {
 	}
 }
 
-// TestLoadHeadersOnProxiedAnswersOnly: the load header is added to what
-// the engine answers, not to slotgate's own refusals.
-func TestLoadHeadersOnProxiedAnswersOnly(t *testing.T) {
+// countingReport is a load report whose value counts its calls: "TEXT
+// named_metrics.n=1", then 2, and so on.
+func countingReport(calls *atomic.Int64) *proxy.LoadReport {
+	return &proxy.LoadReport{Key: "endpoint-load-metrics", Value: func(http.Header) string {
+		return "TEXT named_metrics.n=" + strconv.FormatInt(calls.Add(1), 10)
+	}}
+}
+
+// TestLoadReportOnProxiedAnswersOnly: the load report is added to what
+// the engine answers, not to slotgate's own refusals, and replaces an
+// engine's own.
+func TestLoadReportOnProxiedAnswersOnly(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, harnessConfig{engine: okEngine(t), limits: limiter.Options{Slots: 1, QueueLen: 2},
-		options: func(o *proxy.Options) {
-			o.LoadHeaders = func(hdr http.Header) {
-				calls.Add(1)
-				hdr.Set("Endpoint-Load-Metrics", "TEXT named_metrics.queued:0")
-			}
-		}})
+	eng := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Endpoint-Load-Metrics", "TEXT named_metrics.engine=1")
+		_, _ = w.Write([]byte("{}"))
+	})
+	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 2},
+		options: func(o *proxy.Options) { o.LoadReport = countingReport(&calls) }})
 	res := h.get("/v1/models/x")
-	if res.status != http.StatusOK || res.header.Get("Endpoint-Load-Metrics") != "TEXT named_metrics.queued:0" {
-		t.Errorf("proxied answer: %d, header %q", res.status, res.header.Get("Endpoint-Load-Metrics"))
+	if got := res.header.Values("Endpoint-Load-Metrics"); res.status != http.StatusOK || len(got) != 1 || got[0] != "TEXT named_metrics.n=1" {
+		t.Errorf("proxied answer: %d, header %q", res.status, got)
 	}
 	h.proxy.StartDraining()
 	res = h.get("/v1/models/x")
@@ -256,7 +266,56 @@ func TestLoadHeadersOnProxiedAnswersOnly(t *testing.T) {
 		t.Errorf("refusal: %d, header %q; want 503 without the header", res.status, res.header.Get("Endpoint-Load-Metrics"))
 	}
 	if calls.Load() != 1 {
-		t.Errorf("LoadHeaders called %d times, want 1", calls.Load())
+		t.Errorf("the report was taken %d times, want 1", calls.Load())
+	}
+}
+
+// TestLoadReportTrailer: a streamed answer to an HTTP/1.1 client that
+// sends "TE: trailers" carries the report in its headers and, taken again
+// at its end, in its trailer; without TE, or for an answer of known
+// length, the headers only.
+func TestLoadReportTrailer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		te      string
+		tokens  int // 0: an answer of known length
+		trailer string
+	}{
+		{name: "streamed, TE trailers", te: "trailers", tokens: 3, trailer: "TEXT named_metrics.n=2"},
+		{name: "streamed, TE with other codings", te: "gzip, Trailers;q=1", tokens: 3, trailer: "TEXT named_metrics.n=2"},
+		{name: "streamed, no TE", tokens: 3},
+		{name: "known length, TE trailers", te: "trailers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			var eng http.Handler = okEngine(t)
+			if tc.tokens > 0 {
+				se := newStreamEngine(tc.tokens)
+				close(se.first)
+				close(se.rest)
+				eng = se
+			}
+			h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1},
+				options: func(o *proxy.Options) { o.LoadReport = countingReport(&calls) }})
+			req := newRequest(t, http.MethodPost, h.url("/v1/completions"), strings.NewReader(`{"prompt":"x","stream":true}`))
+			if tc.te != "" {
+				req.Header.Set("TE", tc.te)
+			}
+			resp, err := h.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if _, err := io.ReadAll(resp.Body); err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Header.Get("Endpoint-Load-Metrics"); got != "TEXT named_metrics.n=1" {
+				t.Errorf("header %q, want the first report", got)
+			}
+			if got := resp.Trailer.Get("Endpoint-Load-Metrics"); got != tc.trailer {
+				t.Errorf("trailer %q, want %q (trailers %v)", got, tc.trailer, resp.Trailer)
+			}
+		})
 	}
 }
 

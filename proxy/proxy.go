@@ -54,9 +54,9 @@ type Options struct {
 	RequestBodyTimeout time.Duration
 	// PassthroughPaths are forwarded without a slot: the engine's probes.
 	PassthroughPaths []string
-	// LoadHeaders, when set, adds headers to every proxied response (the
-	// ORCA load report); it runs on the request path and must be fast.
-	LoadHeaders func(http.Header)
+	// LoadReport, when set, puts the load report on proxied answers
+	// (ORCA's endpoint-load-metrics).
+	LoadReport *LoadReport
 	// AccessLog gets one line per request, never sampled; nil logs nothing.
 	AccessLog *zap.Logger
 	// Logger gets operational messages; nil logs nothing.
@@ -74,7 +74,7 @@ type Proxy struct {
 	maxBody     int64
 	budget      *bodyBudget
 	bodyTimeout time.Duration
-	loadHeaders func(http.Header)
+	loadReport  *loadReport
 	access      *zap.Logger
 	log         *zap.Logger
 	errLog      *log.Logger // httputil.ReverseProxy's
@@ -96,7 +96,7 @@ func New(opts Options) (*Proxy, error) {
 		maxBody:     opts.MaxRequestBodyBytes,
 		budget:      newBodyBudget(max(opts.MaxBufferedBodyBytes, 0)),
 		bodyTimeout: opts.RequestBodyTimeout,
-		loadHeaders: opts.LoadHeaders,
+		loadReport:  newLoadReport(opts.LoadReport),
 		access:      opts.AccessLog,
 		log:         opts.Logger,
 		buffers:     newBufferPool(),
@@ -121,6 +121,9 @@ func (o *Options) validate() error {
 	}
 	if o.OverloadStatus != 0 && (o.OverloadStatus < 200 || o.OverloadStatus > 999) {
 		errs = append(errs, fmt.Errorf("overload status must be from 200 through 999, got %d", o.OverloadStatus))
+	}
+	if o.LoadReport != nil && (o.LoadReport.Key == "" || o.LoadReport.Value == nil) {
+		errs = append(errs, errors.New("a load report needs a header name and a value"))
 	}
 	if o.RetryAfter < 0 || o.MaxRequestBodyBytes < 0 || o.RequestBodyTimeout < 0 {
 		errs = append(errs, errors.New("retry-after, the body limit and the body timeout must not be negative"))

@@ -2,6 +2,7 @@ package orcagrpc
 
 import (
 	"maps"
+	"math"
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	"google.golang.org/grpc/orca"
@@ -9,8 +10,8 @@ import (
 	"github.com/slotgate/slotgate/load/report"
 )
 
-// The named metrics of a report, as report.ORCAText names them in the
-// HTTP header (there with the prefix "named_metrics.").
+// The named metrics of a report (in the HTTP header's TEXT form with the
+// prefix "named_metrics.").
 const (
 	// MetricKVCacheUsage is the KV cache usage, 0..1 (report.Snapshot.KVUsage);
 	// absent when no rank knows its KV capacity.
@@ -61,8 +62,22 @@ func Metrics(s *report.Snapshot) *orca.ServerMetrics {
 	if s.Busy {
 		named[MetricBusy] = 1
 	}
+	dropInvalid(sm)
 	return sm
 }
+
+// dropInvalid leaves out of sm what no balancer takes: a value that is
+// not a finite number of at least 0 (Envoy refuses the whole report for
+// one, and the proto's rules forbid it). A snapshot's counts are never
+// negative; this keeps a report valid whatever it is given.
+func dropInvalid(sm *orca.ServerMetrics) {
+	if !valid(sm.AppUtilization) {
+		sm.AppUtilization = unset
+	}
+	maps.DeleteFunc(sm.NamedMetrics, func(_ string, v float64) bool { return !valid(v) })
+}
+
+func valid(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 
 // empty is a report with every value unset and every map empty.
 func empty() *orca.ServerMetrics {

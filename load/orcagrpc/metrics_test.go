@@ -5,8 +5,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/orca"
@@ -122,50 +120,6 @@ func TestMetrics(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMetricsAgreeWithTheHTTPHeader: for the same snapshot, every value of
-// the HTTP ORCA header is the same here, under the same name, and every
-// named metric here but prefilling is in the header; application_utilization
-// is absent from both or from neither.
-func TestMetricsAgreeWithTheHTTPHeader(t *testing.T) {
-	for _, tc := range metricsCases {
-		t.Run(tc.name, func(t *testing.T) {
-			header := parseORCAText(t, report.ORCAText(&tc.snap, -1))
-			sm := orcagrpc.Metrics(&tc.snap)
-			mine := map[string]float64{}
-			if sm.AppUtilization != -1 {
-				mine["application_utilization"] = sm.AppUtilization
-			}
-			for name, v := range sm.NamedMetrics {
-				if name != orcagrpc.MetricPrefilling {
-					mine["named_metrics."+name] = v
-				}
-			}
-			if !maps.Equal(header, mine) {
-				t.Errorf("the HTTP header has %v\ngRPC has %v", header, mine)
-			}
-		})
-	}
-}
-
-// parseORCAText reads "TEXT name=value, name=value".
-func parseORCAText(t *testing.T, h string) map[string]float64 {
-	t.Helper()
-	body, ok := strings.CutPrefix(h, "TEXT ")
-	if !ok {
-		t.Fatalf("header %q has no TEXT prefix", h)
-	}
-	out := map[string]float64{}
-	for pair := range strings.SplitSeq(body, ", ") {
-		name, value, ok := strings.Cut(pair, "=")
-		v, err := strconv.ParseFloat(value, 64)
-		if !ok || err != nil {
-			t.Fatalf("header %q: bad pair %q", h, pair)
-		}
-		out[name] = v
-	}
-	return out
 }
 
 // TestMetricsInRange: whatever the counts, the values are finite and at

@@ -35,7 +35,7 @@ type Options struct {
 
 // Reporter keeps the latest load report, made from the snapshots given to
 // Update. Update is called by the snapshots' publisher; the readers
-// (Report, ServerMetrics, Trailer) are safe from any goroutine and never
+// (Report, ServerMetrics, Trailer, Header) are safe from any goroutine and never
 // wait for it.
 type Reporter struct {
 	admitted func() uint64
@@ -51,6 +51,9 @@ type current struct {
 	metrics *orca.ServerMetrics
 	report  *v3orcapb.OrcaLoadReport
 	bin     string // report, serialized, for the trailer; "" when it failed
+	// headers is the report in each form of the HTTP header, indexed by
+	// Format.
+	headers [formats]string
 }
 
 // NewReporter returns a Reporter whose report is empty, every value
@@ -81,9 +84,11 @@ func (r *Reporter) store(sm *orca.ServerMetrics) {
 	// Deterministic: the same load gives the same bytes. Marshal cannot
 	// fail on this message (its only strings are the metric names, valid
 	// UTF-8); were it to, Trailer would send nothing.
-	if b, err := (proto.MarshalOptions{Deterministic: true}).Marshal(c.report); err == nil {
+	b, err := (proto.MarshalOptions{Deterministic: true}).Marshal(c.report)
+	if err == nil {
 		c.bin = string(b)
 	}
+	c.headers = headerForms(sm, c.report, b)
 	r.cur.Store(c)
 }
 
@@ -111,6 +116,16 @@ func (r *Reporter) Trailer() metadata.MD {
 		return nil
 	}
 	return metadata.MD{TrailerKey: []string{bin}}
+}
+
+// Header returns the latest report as the value of the HTTP header
+// HeaderKey in the form f (TEXT for a Format out of range). The forms are
+// rendered once per Update, so this only reads.
+func (r *Reporter) Header(f Format) string {
+	if f >= formats {
+		f = FormatText
+	}
+	return r.cur.Load().headers[f]
 }
 
 // Interface guard: a Reporter provides grpc-go's server metrics.

@@ -2,9 +2,11 @@
 // Snapshot type, one numbered view of the engine's KV cache and prefill
 // load per data-parallel rank, slotgate's admission state and the busy
 // verdict, and the Hub that publishes snapshots to any number of
-// watchers. The JSON form, the Server-Sent Events stream and the ORCA
-// header are rendered here; the gRPC service is package load/loadgrpc,
-// and the snapshot is computed by package load/merge.
+// watchers. The JSON form and the Server-Sent Events stream are rendered
+// here, with the rule of ORCA's utilization (Snapshot.Utilization); the
+// gRPC service is package load/loadgrpc, the ORCA reports (gRPC and the
+// HTTP header) package load/orcagrpc, and the snapshot is computed by
+// package load/merge.
 //
 // Frontends import this package to read snapshots (see load/watch), so
 // it depends on the standard library only.

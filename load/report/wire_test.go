@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,97 +209,6 @@ func TestUnmarshalRejectsGarbage(t *testing.T) {
 	}
 }
 
-// parseORCA reads an endpoint-load-metrics header the way Envoy's ORCA
-// parser does: the TEXT prefix, comma-separated name:value or name=value
-// pairs, the standard names or named_metrics.*, no duplicates, finite
-// numbers.
-func parseORCA(h string) (map[string]float64, error) {
-	rest, ok := strings.CutPrefix(h, "TEXT ")
-	if !ok {
-		return nil, fmt.Errorf("unsupported ORCA header format: %.5s", h)
-	}
-	std := map[string]bool{"cpu_utilization": true, "mem_utilization": true, "application_utilization": true,
-		"eps": true, "rps_fractional": true}
-	out := map[string]float64{}
-	for _, pair := range strings.Split(rest, ",") {
-		pair = strings.TrimSpace(pair)
-		// name=value, the design document's form and Envoy's since 1.33;
-		// Envoy's first parser split at ':', so a ':' here is refused:
-		// the renderer must write '='.
-		name, val, ok := strings.Cut(pair, "=")
-		if !ok || name == "" || val == "" || strings.Contains(name, ":") {
-			return nil, fmt.Errorf("malformed pair %q", pair)
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("duplicate metric %s", name)
-		}
-		if !std[name] && !mapName(name, "named_metrics.") && !mapName(name, "utilization.") {
-			return nil, fmt.Errorf("unsupported metric name: %s", name)
-		}
-		v, err := strconv.ParseFloat(val, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return nil, fmt.Errorf("bad value %q for %s", val, name)
-		}
-		out[name] = v
-	}
-	return out, nil
-}
-
-// mapName reports whether name is prefix followed by a key.
-func mapName(name, prefix string) bool {
-	return strings.HasPrefix(name, prefix) && len(name) > len(prefix)
-}
-
-func TestORCAParsesAsEnvoyWould(t *testing.T) {
-	got, err := parseORCA(report.ORCAText(sample(), 12.5))
-	if err != nil {
-		t.Fatalf("Envoy would refuse %q: %v", report.ORCAText(sample(), 12.5), err)
-	}
-	want := map[string]float64{
-		"application_utilization":             0.9, // rank 1 knows neither used nor decode blocks: left out
-		"rps_fractional":                      12.5,
-		"named_metrics.kv_cache_usage":        0.9,
-		"named_metrics.active_prefill_tokens": 42,
-		"named_metrics.active_decode_blocks":  880,
-		"named_metrics.in_flight":             3,
-		"named_metrics.queued":                1,
-		"named_metrics.busy":                  1,
-	}
-	if len(got) != len(want) {
-		t.Errorf("metrics = %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if math.Abs(got[k]-v) > 1e-9 {
-			t.Errorf("%s = %v, want %v", k, got[k], v)
-		}
-	}
-}
-
-// TestORCAUtilizationFallsBackToSlots: with no KV capacity known, the
-// utilization is the share of slots in use; with no limit either, none.
-func TestORCAUtilizationFallsBackToSlots(t *testing.T) {
-	s := &report.Snapshot{Requests: report.Requests{InFlight: 2, Limit: 8}, Ranks: []report.Rank{{DPRank: 0}}}
-	got, err := parseORCA(report.ORCAText(s, -1))
-	if err != nil || got["application_utilization"] != 0.25 || len(got) != 5 {
-		t.Errorf("slots fallback: %v, %v", got, err)
-	}
-	s.Requests.Limit = 0
-	got, err = parseORCA(report.ORCAText(s, -1))
-	if _, ok := got["application_utilization"]; err != nil || ok {
-		t.Errorf("unlimited: %v, %v; want no utilization", got, err)
-	}
-}
-
-func TestParseORCARefusesWhatEnvoyRefuses(t *testing.T) {
-	for _, h := range []string{"JSON {}", "TEXT named_metrics.a=1, named_metrics.a=2", "TEXT foo=1",
-		"TEXT cpu_utilization=NaN", "TEXT named_metrics.=1", "TEXT cpu_utilization", "TEXT rps_fractional=-1",
-		"TEXT named_metrics.busy:0"} {
-		if _, err := parseORCA(h); err == nil {
-			t.Errorf("parseORCA(%q) accepted it", h)
-		}
-	}
-}
-
 // TestHTTPEndpoints: GET /v1/load answers the latest snapshot; the
 // stream sends it at once as an SSE event named load with its Seq as id.
 func TestHTTPEndpoints(t *testing.T) {
@@ -369,11 +275,3 @@ func readEvent(r *bufio.Reader) (map[string]string, error) {
 func ptr[T any](v T) *T { return &v }
 
 func f(n int64, src report.Source) report.Field { return report.Field{N: n, Source: src} }
-
-// TestORCACountsExact: counts go out whole, not rounded to six digits.
-func TestORCACountsExact(t *testing.T) {
-	s := &report.Snapshot{Ranks: []report.Rank{{ActivePrefillTokens: f(1234567, report.SourceSlotgate)}}}
-	if h := report.ORCAText(s, -1); !strings.Contains(h, "named_metrics.active_prefill_tokens=1234567, ") {
-		t.Errorf("ORCA = %q, want the exact 1234567", h)
-	}
-}

@@ -104,6 +104,7 @@ everything else only when set, so slotgate's defaults apply otherwise.
 {{- include "slotgate.envVar" (list "SLOTGATE_MAX_NUM_BATCHED_TOKENS" $v.engineMetrics.maxNumBatchedTokens "int") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_DATA_PARALLEL_SIZE" $v.engineMetrics.dataParallelSize "int") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_ORCA_HEADER" $v.orca.header "bool") }}
+{{- include "slotgate.envVar" (list "SLOTGATE_ORCA_FORMAT" $v.orca.format "str") }}
 {{- /* admin, admission, logging, profiling */}}
 {{- if $v.admin.token.enabled }}
 - name: SLOTGATE_ADMIN_TOKEN_FILE
