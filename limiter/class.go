@@ -34,11 +34,14 @@ type Class struct {
 // these.
 type ClassStats struct {
 	Name string
-	// Waiting is the number of this class's requests in the queue.
-	Waiting int
+	// Waiting is the number of this class's requests in the queue, and
+	// QueuedTokens their prompt tokens.
+	Waiting      int
+	QueuedTokens int64
 
 	AdmittedQueued   uint64 // took a slot after waiting in the queue
 	RejectedFull     uint64 // refused with ErrQueueFull (queue or class full)
+	RejectedTokens   uint64 // refused with ErrQueueTokens
 	TimedOut         uint64 // left the queue with ErrQueueTimeout
 	CancelledWaiting uint64 // left the queue because their context ended
 	// DequeuedLIFO counts those of AdmittedQueued that adaptive LIFO chose.
@@ -61,9 +64,10 @@ type class struct {
 	limit   int
 
 	// Guarded by Limiter.mu.
-	waiting int   // waiters of this class, kept by the limiter
-	fifo    fifo  // this class's waiters, in arrival order (drr only)
-	deficit int64 // DRR credit in cost units, >= 0; 0 while empty (drr only)
+	waiting      int   // waiters of this class, kept by the limiter
+	queuedTokens int64 // their tokens, kept by the limiter
+	fifo         fifo  // this class's waiters, in arrival order (drr only)
+	deficit      int64 // DRR credit in cost units, >= 0; 0 while empty (drr only)
 	// period counts the times the class has emptied, which ends a busy
 	// period and resets its deficit (drr only): a refund is owed only
 	// within the busy period that paid for the grant.
@@ -76,6 +80,7 @@ type class struct {
 	admittedQueued   atomic.Uint64 // in queue order (FIFO or DRR)
 	admittedLIFO     atomic.Uint64 // by adaptive LIFO
 	rejectedFull     atomic.Uint64
+	rejectedTokens   atomic.Uint64
 	timedOut         atomic.Uint64
 	cancelledWaiting atomic.Uint64
 }

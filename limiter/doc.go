@@ -1,15 +1,18 @@
 // Package limiter is the worker-side admission gate of NVIDIA Dynamo: at
 // most N requests admitted (Slots; Dynamo's engine request limit), at most
 // W of them before their first generated token (WaitingLimit; Dynamo 1.7's
-// engine waiting limit), and a bounded queue of Q places (QueueLen), FIFO
-// or split into policy classes served by deficit round robin. Either
-// engine limit may be unset; NewUnlimited is a pure pass-through.
+// engine waiting limit), at most P prompt tokens in prefill
+// (PrefillTokenLimit), and a bounded queue of Q places (QueueLen) and of
+// at most a number of tokens (QueueTokenLimit), FIFO or split into policy
+// classes served by deficit round robin. Any engine limit may be unset
+// (one of N and W is set); NewUnlimited is a pure pass-through.
 //
 // It imports only the standard library and knows nothing of HTTP or gRPC;
 // the gate package takes and releases its permits for each request.
 //
 // An admitted request holds a Permit: its slot until Release, and its
-// waiting place until FirstToken or Release, whichever comes first.
+// waiting place and its prompt tokens (Request.Tokens) until FirstToken or
+// Release, whichever comes first.
 //
 // Invariants, all kept under one mutex:
 //
@@ -19,15 +22,39 @@
 //     holds at most Limit of them). So at most N are admitted, W of them
 //     before their first token, and Q wait, at any instant, except after
 //     a limit was lowered (below).
-//   - No false rejection: ErrQueueFull is returned only when N or W has no
-//     room (or somebody waits) and the queue holds Q waiters, or the
-//     request's class holds Limit.
+//   - Exact prefill-token budget: an admission happens only when the
+//     request's tokens fit beside the tokens in prefill (prefill + t <= P),
+//     or when no tokens at all are in prefill: a request larger than P is
+//     admitted alone, so it is never starved nor refused for its size.
+//     So at no instant are more than P tokens in prefill, except those of
+//     a single request larger than P (beside requests of no tokens), or
+//     after P was lowered (below).
+//   - Queue tokens: a request enters a non-empty queue only when its
+//     tokens fit beside the queued ones (queued + t <= QueueTokenLimit);
+//     otherwise it is refused with ErrQueueTokens. Into an empty queue it
+//     enters whatever its size, so the queued tokens exceed the limit only
+//     by a single waiter, after the limit was lowered, or by the growth of
+//     a TokenCount, which never evicts a waiter.
+//   - No false rejection: ErrQueueFull is returned only when N, W or P
+//     has no room for the request (or somebody waits) and the queue holds
+//     Q waiters, or the request's class holds Limit; ErrQueueTokens only
+//     when somebody waits and the queued tokens leave no room for its
+//     own.
 //   - No barging: a new arrival is admitted directly only when nobody
-//     waits in any class, so room under both limits implies an empty
-//     queue. Room that appears (a Release, a FirstToken, a raised limit)
-//     is handed to waiters under the same lock, while both limits have
-//     room, leaving no instant in which a newcomer could take it; room
-//     under one limit alone admits nobody.
+//     waits in any class, so room under N and W, with the tokens of the
+//     waiter next in order fitting P, implies an empty queue. Room that
+//     appears (a Release, a FirstToken, a raised limit, a waiter leaving)
+//     is handed to waiters under the same lock, while all limits have
+//     room for the next one, leaving no instant in which a newcomer could
+//     take it; room under some of the limits alone admits nobody.
+//   - No skipping: the waiter next in order (FIFO, the round robin's
+//     next grant, or adaptive LIFO's newest) is the only one that may be
+//     granted. If its tokens do not fit P it holds up those behind it,
+//     even smaller ones that would fit. This keeps the order exact and
+//     is what lets a large prompt in: prefill drains until it fits, or
+//     empties. A newcomer may become the next waiter (the newest, when a
+//     LIFO grant is due; or of a class the round robin serves first), and
+//     is then granted on arrival if it fits.
 //   - Order: without classes the oldest waiter is served first (FIFO).
 //     With classes, each class is a FIFO and the classes share grants by
 //     deficit round robin: the classes with waiters form a ring, in the
@@ -58,19 +85,25 @@
 //     if the class emptied meanwhile, its deficit having been reset as
 //     above, nor for an adaptive LIFO grant, which charged nothing.
 //   - Each place is freed exactly once: Release frees the slot, FirstToken
-//     the waiting place, and Release the waiting place too if FirstToken
-//     has not; further calls, from any goroutine, do nothing. Both take
-//     the lock to free, so no instant counts more requests before their
-//     first token than admitted.
+//     the waiting place and the tokens, and Release those too if
+//     FirstToken has not; further calls, from any goroutine, do nothing.
+//     Both take the lock to free, so no instant counts more requests
+//     before their first token than admitted. A request's tokens are
+//     fixed at its grant: a TokenCount raised later changes nothing.
 //   - Changing limits at run time (SetLimits, SetSlots) takes nothing
-//     back. Raising N or W admits waiters at once, in the order a release
-//     would. Lowering N or W lets the requests above it finish; what they
-//     free is not handed on until the count is below the new limit. Waiters
-//     beyond a lowered Q stay queued, and newcomers are refused until
-//     fewer than Q wait. Invalid limits are refused and change nothing.
-//   - Stats are consistent: the gauges are read together under the lock,
-//     the totals are the sums of the per-class counters, and the classes'
-//     Waiting add up to Waiting.
+//     back. Raising N, W or P admits waiters at once, in the order a
+//     release would. Lowering N, W or P lets the requests above it finish;
+//     what they free is not handed on until the next waiter fits the new
+//     limit. Waiters beyond a lowered Q or queue token limit stay queued,
+//     and newcomers are refused until they fit. Invalid limits are refused
+//     and change nothing, with an error naming the limit and the value.
+//   - Stats are consistent: the limits and gauges are read together under
+//     the lock, the totals are the sums of the per-class counters, and
+//     the classes' Waiting and QueuedTokens add up to Waiting and
+//     QueuedTokens.
+//   - Token arithmetic cannot overflow: a request counts at most 2^40
+//     tokens, and an unset token limit is kept as math.MaxInt64, against
+//     which fits are computed as t <= limit - used.
 //
 // The queue is an interface inside the package (queue.go) with two
 // implementations, the plain FIFO and the per-class deficit round robin, so

@@ -45,12 +45,33 @@ func (d *drr) remove(w *waiter) {
 	}
 }
 
+// peek finds the waiter pop would grant without advancing the ring: the
+// head class's oldest waiter while its visit goes on, else the oldest of
+// the class nextVisit would pick.
+func (d *drr) peek() *waiter {
+	h := d.head
+	if h == nil {
+		return nil
+	}
+	if d.visitGoesOn() {
+		return h.fifo.head
+	}
+	best, _, _ := d.winner()
+	return best.fifo.head
+}
+
+// visitGoesOn reports whether the head class's visit has started and its
+// oldest waiter fits its deficit, so the next grant is in this visit.
+func (d *drr) visitGoesOn() bool {
+	return d.charged && d.head.fifo.head.cost <= d.head.deficit
+}
+
 func (d *drr) pop() *waiter {
 	h := d.head
 	if h == nil {
 		return nil
 	}
-	if !d.charged || h.fifo.head.cost > h.deficit {
+	if !d.visitGoesOn() {
 		h = d.nextVisit()
 	}
 	w := h.fifo.head
@@ -92,6 +113,15 @@ func (d *drr) refund(w *waiter) {
 // deficit, so the fair shares among the classes that stay backlogged are
 // those of the FIFO grants alone.
 func (d *drr) popNewest() *waiter {
+	newest := d.peekNewest()
+	if newest != nil {
+		d.remove(newest)
+	}
+	return newest
+}
+
+// peekNewest returns the waiter popNewest would take, or nil.
+func (d *drr) peekNewest() *waiter {
 	if d.head == nil {
 		return nil
 	}
@@ -101,7 +131,6 @@ func (d *drr) popNewest() *waiter {
 			newest = t
 		}
 	}
-	d.remove(newest)
 	return newest
 }
 
@@ -118,28 +147,8 @@ func (d *drr) popNewest() *waiter {
 // position. Classes before the winner are visited j times, those after it
 // j-1 times.
 func (d *drr) nextVisit() *class {
-	start := d.head
-	if d.charged {
-		start = start.next
-	}
-	var best *class
-	var bestJ int64
-	c := start
-	for {
-		need := c.fifo.head.cost - c.deficit
-		j := int64(1)
-		if need > c.quantum {
-			j = (need + c.quantum - 1) / c.quantum
-		}
-		if best == nil || j < bestJ {
-			best, bestJ = c, j
-		}
-		if c = c.next; c == start {
-			break
-		}
-	}
-	visits := bestJ
-	for c = start; ; c = c.next {
+	best, start, visits := d.winner()
+	for c := start; ; c = c.next {
 		c.deficit += visits * c.quantum
 		if c == best {
 			visits--
@@ -150,6 +159,30 @@ func (d *drr) nextVisit() *class {
 	}
 	d.head, d.charged = best, true
 	return best
+}
+
+// winner returns, changing nothing, the class nextVisit advances to, the
+// class its visits start from, and j, the visits the winner needs.
+func (d *drr) winner() (best, start *class, j int64) {
+	start = d.head
+	if d.charged {
+		start = start.next
+	}
+	c := start
+	for {
+		need := c.fifo.head.cost - c.deficit
+		cj := int64(1)
+		if need > c.quantum {
+			cj = (need + c.quantum - 1) / c.quantum
+		}
+		if best == nil || cj < j {
+			best, j = c, cj
+		}
+		if c = c.next; c == start {
+			break
+		}
+	}
+	return best, start, j
 }
 
 // join puts c, which has just become non-empty, at the tail of the ring.

@@ -196,7 +196,7 @@ func grantOrder(t *testing.T, quanta []int, ws []queued, reversed string, revers
 	}
 	var order []string
 	var deficits [][]int64
-	l.releaseSlot(true)
+	l.releaseSlot(true, 0)
 	for w := next(); w != nil; w = next() {
 		if name[w] == reversed {
 			reverse(l, w)
@@ -207,7 +207,7 @@ func grantOrder(t *testing.T, quanta []int, ws []queued, reversed string, revers
 				d = append(d, l.classes[i].deficit)
 			}
 			deficits = append(deficits, d)
-			l.releaseSlot(true)
+			l.releaseSlot(true, 0)
 		}
 		if err := l.CheckInvariants(); err != nil {
 			t.Fatalf("after granting %s: %v", name[w], err)

@@ -12,14 +12,18 @@ import (
 //
 // It checks that
 //   - holding and waiting are not negative;
-//   - prefilling is within [0, holding];
+//   - prefilling is within [0, holding]; the prefill and queued tokens
+//     are not negative, and no tokens are in prefill when no request is;
 //   - waiting never exceeds QueueLen, or the waiters queued when QueueLen
 //     was last lowered (so an unlimited limiter never queues);
-//   - room under both limits implies an empty queue (no barging, no false
+//   - room under N and W, with the next waiter's tokens fitting P,
+//     implies an empty queue (no barging, no false
 //     rejection: ErrQueueFull is only returned when this branch of
 //     AcquireRequest was not taken, i.e. holding >= slots or waiting > 0,
 //     and waiting >= queueLen or the class is at its limit);
 //   - each class's waiting is within [0, Limit] and they add up to waiting;
+//     each class's queued tokens are its waiters' tokens, and they add up
+//     to the queued tokens; a waiter with a TokenCount is linked to it;
 //   - the queue is well formed and holds exactly the waiters counted, none
 //     of them granted, each in its own class: the single FIFO without
 //     classes; with classes, one FIFO per class, the DRR ring linking
@@ -39,23 +43,26 @@ func (l *Limiter) CheckInvariants() error {
 	if l.prefilling < 0 || l.prefilling > l.holding {
 		errs = append(errs, fmt.Errorf("prefilling = %d out of [0, holding = %d]", l.prefilling, l.holding))
 	}
+	if l.prefillTokens < 0 || l.queuedTokens < 0 || (l.prefilling == 0 && l.prefillTokens != 0) {
+		errs = append(errs, fmt.Errorf("prefill tokens = %d with prefilling = %d, queued tokens = %d", l.prefillTokens, l.prefilling, l.queuedTokens))
+	}
 	if l.waiting > l.queueBound || l.queueBound < l.queueLen {
 		errs = append(errs, fmt.Errorf("waiting = %d > queue bound = %d (queueLen = %d)", l.waiting, l.queueBound, l.queueLen))
 	}
-	if l.roomLocked() && l.waiting != 0 {
-		errs = append(errs, fmt.Errorf("holding = %d < slots = %d and prefilling = %d < waiting limit = %d with waiting = %d: free room is not handed to a waiter",
-			l.holding, l.slots, l.prefilling, l.waitLimit, l.waiting))
+	if l.waiting != 0 && l.roomLocked() && l.nextFitsLocked() {
+		errs = append(errs, fmt.Errorf("holding = %d < slots = %d, prefilling = %d < waiting limit = %d and the next waiter fits %d - %d tokens, with waiting = %d: free room is not handed to a waiter",
+			l.holding, l.slots, l.prefilling, l.waitLimit, l.prefillLimit, l.prefillTokens, l.waiting))
 	}
-	sum := 0
+	sum, tokens := 0, int64(0)
 	for i := range l.classes {
 		c := &l.classes[i]
-		sum += c.waiting
+		sum, tokens = sum+c.waiting, tokens+c.queuedTokens
 		if c.waiting < 0 || (c.limit > 0 && c.waiting > c.limit) {
 			errs = append(errs, fmt.Errorf("class %d: waiting = %d, limit %d", i, c.waiting, c.limit))
 		}
 	}
-	if sum != l.waiting {
-		errs = append(errs, fmt.Errorf("classes hold %d waiters, waiting = %d", sum, l.waiting))
+	if sum != l.waiting || tokens != l.queuedTokens {
+		errs = append(errs, fmt.Errorf("classes hold %d waiters of %d tokens, waiting = %d of %d tokens", sum, tokens, l.waiting, l.queuedTokens))
 	}
 	switch q := l.queue.(type) {
 	case *fifo:
@@ -77,7 +84,12 @@ func checkFIFO(f *fifo, n int, c *class) error {
 	var errs []error
 	i := 0
 	var prev *waiter
+	var tokens int64
 	for w := f.head; w != nil; w = w.next {
+		tokens += w.tokens
+		if w.tokens < 0 || w.tokens > maxTokens || (w.count != nil && w.count.w != w) {
+			errs = append(errs, fmt.Errorf("queue entry %d has %d tokens, linked to its count %t", i, w.tokens, w.count == nil || w.count.w == w))
+		}
 		if w.prev != prev {
 			errs = append(errs, fmt.Errorf("queue entry %d: prev link broken", i))
 			break
@@ -102,6 +114,9 @@ func checkFIFO(f *fifo, n int, c *class) error {
 	}
 	if i != n {
 		errs = append(errs, fmt.Errorf("queue holds %d entries, want %d", i, n))
+	}
+	if tokens != c.queuedTokens {
+		errs = append(errs, fmt.Errorf("queue holds %d tokens, class %q counts %d", tokens, c.name, c.queuedTokens))
 	}
 	return errors.Join(errs...)
 }

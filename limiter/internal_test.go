@@ -177,7 +177,7 @@ func TestWaitOutcomeWhenEverythingIsReady(t *testing.T) {
 				}
 				if tt.granted {
 					// The holder releases: the slot is handed to w.
-					l.releaseSlot(true)
+					l.releaseSlot(true, 0)
 					if !w.granted {
 						t.Fatal("release did not hand the slot to the waiter")
 					}

@@ -23,6 +23,12 @@ var (
 	// Options.QueueTimeout, the queue delay of Dynamo's controlled delay,
 	// rather than the request's own.
 	ErrQueueExpired = fmt.Errorf("limiter: queue delay exceeded: %w", ErrQueueTimeout)
+	// ErrQueueTokens means the tokens of the waiting requests and the
+	// request's own would exceed Options.QueueTokenLimit: the request is
+	// refused at once. It is not ErrQueueFull, so that a caller can name
+	// the reason (queue_tokens). A request that finds nobody waiting is
+	// never refused with it, however many tokens it has.
+	ErrQueueTokens = errors.New("limiter: the queue's token limit is reached")
 	// ErrWouldWait means TryAcquire found no slot free for the request but
 	// room for it in the queue: it must be asked for with AcquireRequest.
 	ErrWouldWait = errors.New("limiter: the request would wait in the queue")
@@ -52,6 +58,16 @@ type Options struct {
 	// #14369): when the queue is so long that its head expires, the newest
 	// request is the one most likely still to be wanted.
 	AdaptiveLIFO bool
+	// PrefillTokenLimit is P, the most prompt tokens that the admitted
+	// requests still before their first token may add up to (each holds
+	// its Request.Tokens from admission until Permit.FirstToken or
+	// Permit.Release). A request larger than P alone is admitted when no
+	// tokens at all are in prefill. Zero means no such limit.
+	PrefillTokenLimit int64
+	// QueueTokenLimit is the most prompt tokens the waiting requests may
+	// add up to; a request that would exceed it is refused with
+	// ErrQueueTokens, unless nobody waits. Zero means no such limit.
+	QueueTokenLimit int64
 	// Classes are the policy classes, in order; Request.Class indexes them.
 	// Each class has its own FIFO queue, and freed slots are shared among
 	// the classes by deficit round robin; all classes together hold at most
@@ -79,9 +95,18 @@ type Request struct {
 	// start watching the client (the HTTP proxy reads the request body), so
 	// that a departing client is seen.
 	OnQueued func()
+	// Tokens is the request's prompt tokens: what it holds of
+	// Options.PrefillTokenLimit while in prefill, and of QueueTokenLimit
+	// while waiting. Zero or less counts as 0, more than 2^40 as 2^40.
+	Tokens int64
+	// TokenCount, when set, carries a count that may still grow while the
+	// request waits (a body that is still arriving): the request holds the
+	// larger of Tokens and the count, as it stands at each step. See
+	// TokenCount.
+	TokenCount *TokenCount
 }
 
-// Limiter is an exact admission gate of two limits and a queue. The zero
+// Limiter is an exact admission gate of three limits and a queue. The zero
 // value is not usable; use New or NewUnlimited. All methods are safe for
 // concurrent use.
 type Limiter struct {
@@ -93,11 +118,16 @@ type Limiter struct {
 	prefilling int // admitted, before their first token, not released
 	waiting    int
 	queue      queue
-	timeout    time.Duration
-	unlimited  bool
-	lifo       bool   // adaptive LIFO is on
-	lifoNext   bool   // a queue timeout happened: the next grant is LIFO
-	seq        uint64 // arrival order of waiters, for LIFO among classes
+	// prefillLimit (P) and queueTokenLimit are math.MaxInt64 when unset;
+	// prefillTokens are the tokens of the requests counted in prefilling,
+	// queuedTokens those of the waiters.
+	prefillLimit, queueTokenLimit int64
+	prefillTokens, queuedTokens   int64
+	timeout                       time.Duration
+	unlimited                     bool
+	lifo                          bool   // adaptive LIFO is on
+	lifoNext                      bool   // a queue timeout happened: the next grant is LIFO
+	seq                           uint64 // arrival order of waiters, for LIFO among classes
 	// queueBound is the most waiters there may be: QueueLen, or more just
 	// after QueueLen was lowered below the waiters then queued. Admission
 	// checks QueueLen; CheckInvariants (tests) checks this bound.
@@ -111,7 +141,10 @@ type Limiter struct {
 
 // New returns a Limiter with the limits of opts.
 func New(opts Options) (*Limiter, error) {
-	lim := Limits{Slots: opts.Slots, WaitingLimit: opts.WaitingLimit, QueueLen: opts.QueueLen}
+	lim := Limits{
+		Slots: opts.Slots, WaitingLimit: opts.WaitingLimit, QueueLen: opts.QueueLen,
+		PrefillTokenLimit: opts.PrefillTokenLimit, QueueTokenLimit: opts.QueueTokenLimit,
+	}
 	errs := lim.check()
 	if opts.QueueTimeout < 0 {
 		errs = append(errs, fmt.Errorf("queue timeout must not be negative, got %s", opts.QueueTimeout))
@@ -136,6 +169,7 @@ func New(opts Options) (*Limiter, error) {
 func NewUnlimited() *Limiter {
 	return &Limiter{
 		slots: math.MaxInt, waitLimit: math.MaxInt, queue: &fifo{}, unlimited: true, classes: make([]class, 1),
+		prefillLimit: math.MaxInt64, queueTokenLimit: math.MaxInt64,
 	}
 }
 
@@ -144,14 +178,15 @@ func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 	return l.AcquireRequest(ctx, Request{})
 }
 
-// AcquireRequest admits the request at once when both limits have room and
-// nobody waits (in any class), queues it when the queue has room in total
-// and in its class, and otherwise refuses it with ErrQueueFull without
-// waiting.
+// AcquireRequest admits the request at once when N and W have room, its
+// tokens fit P and nobody waits (in any class), queues it when the queue
+// has room in total, in its class and in tokens, and otherwise refuses it
+// with ErrQueueFull or ErrQueueTokens without waiting.
 //
-// On success it returns the request's Permit, which holds its slot and
-// its waiting place until released. On failure it returns ErrQueueFull,
-// ErrQueueTimeout or ctx.Err(), and the limiter is left as if the call
+// On success it returns the request's Permit, which holds its slot, its
+// waiting place and its tokens until released. On failure it returns
+// ErrQueueFull, ErrQueueTokens, ErrQueueTimeout or ctx.Err(), and the
+// limiter is left as if the call
 // never happened. A request whose Class is out of range is refused first,
 // with an error wrapping ErrBadClass; then a context that has already
 // ended is refused with ctx.Err(). Neither is counted.
@@ -163,20 +198,16 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, err
 		return nil, err
 	}
 	l.mu.Lock()
-	switch l.admitLocked(req) {
+	t := requestTokens(req)
+	switch v := l.admitLocked(req.Class, t); v {
 	case granted:
 		l.mu.Unlock()
-		return l.grantedDirect(), nil
-	case refused:
+		return l.grantedDirect(t), nil
+	case refused, refusedTokens:
 		l.mu.Unlock()
-		return nil, l.refusedFull(req)
+		return nil, l.refusal(v, req.Class)
 	}
-	c := &l.classes[req.Class]
-	l.seq++
-	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost), seq: l.seq}
-	l.queue.push(w)
-	l.waiting++
-	c.waiting++
+	w := l.enqueueLocked(req, t)
 	l.mu.Unlock()
 	deadline, expiry := l.deadline(req) // the wait is measured from entering the queue
 	if req.OnQueued != nil {
@@ -186,8 +217,9 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, err
 }
 
 // TryAcquire is AcquireRequest without waiting: it admits the request at
-// once when both limits have room and nobody waits, refuses it with
-// ErrQueueFull when the queue (or its class) is full, and otherwise
+// once when the limits have room and nobody waits, refuses it with
+// ErrQueueFull when the queue (or its class) is full or ErrQueueTokens
+// when its tokens would exceed the queue's, and otherwise
 // returns ErrWouldWait, changing nothing. A caller that must prepare
 // before waiting (a cancellable context, a body read) tries first, and
 // prepares only when it would wait.
@@ -196,13 +228,14 @@ func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 		return nil, l.badClass(req.Class)
 	}
 	l.mu.Lock()
-	v := l.admitLocked(req)
+	t := requestTokens(req)
+	v := l.admitLocked(req.Class, t)
 	l.mu.Unlock()
 	switch v {
 	case granted:
-		return l.grantedDirect(), nil
-	case refused:
-		return nil, l.refusedFull(req)
+		return l.grantedDirect(t), nil
+	case refused, refusedTokens:
+		return nil, l.refusal(v, req.Class)
 	}
 	return nil, ErrWouldWait
 }
@@ -211,41 +244,78 @@ func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 type verdict uint8
 
 const (
-	granted verdict = iota // it holds a slot now
-	refused                // the queue, or its class's share of it, is full
-	waits                  // it would wait: room in the queue, no free slot
+	granted       verdict = iota // it holds a slot now
+	refused                      // the queue, or its class's share of it, is full
+	refusedTokens                // its tokens would exceed the queue's token limit
+	waits                        // it would wait: room in the queue, no free slot
 )
 
-// admitLocked decides for a request that has just arrived, with l.mu held,
-// and takes the slot when it is granted one. It neither locks nor unlocks:
-// its callers do both, so the lock's extent reads off each caller.
-func (l *Limiter) admitLocked(req Request) verdict {
-	if l.waiting == 0 && l.roomLocked() {
+// admitLocked decides for a request of class cls and t tokens that has
+// just arrived, with l.mu held, and takes the slot when it is granted one.
+// It neither locks nor unlocks: its callers do both, so the lock's extent
+// reads off each caller.
+func (l *Limiter) admitLocked(cls int, t int64) verdict {
+	if l.waiting == 0 && l.roomLocked() && l.fitsLocked(t) {
 		l.holding++
 		l.prefilling++
+		l.prefillTokens += t
 		return granted
 	}
-	c := &l.classes[req.Class]
-	if l.waiting >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit) {
+	c := &l.classes[cls]
+	switch {
+	case l.waiting >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit):
 		return refused
+	case l.waiting > 0 && t > l.queueTokenLimit-l.queuedTokens:
+		// Into an empty queue a request is never refused for its size.
+		return refusedTokens
 	}
 	return waits
 }
 
-// roomLocked reports whether both limits have room for one more request.
+// enqueueLocked puts the request, of t tokens, in the queue and returns
+// its waiter.
+func (l *Limiter) enqueueLocked(req Request, t int64) *waiter {
+	c := &l.classes[req.Class]
+	l.seq++
+	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost), seq: l.seq, tokens: t}
+	l.queue.push(w)
+	l.waiting++
+	c.waiting++
+	l.queuedTokens += t
+	c.queuedTokens += t
+	if req.TokenCount != nil {
+		req.TokenCount.attachLocked(l, w)
+	}
+	if l.roomLocked() {
+		// N and W have room, so the next waiter's tokens did not fit P.
+		// The newcomer may be the next waiter now: the newest, when
+		// adaptive LIFO's grant is due, or of a class the round robin
+		// serves first. It is granted if it fits.
+		l.dispatchLocked()
+	}
+	return w
+}
+
+// roomLocked reports whether N and W have room for one more request.
 func (l *Limiter) roomLocked() bool {
 	return l.holding < l.slots && l.prefilling < l.waitLimit
 }
 
-// grantedDirect counts a slot taken at arrival and returns its permit.
-func (l *Limiter) grantedDirect() *Permit {
+// grantedDirect counts a slot taken at arrival by a request of t tokens
+// and returns its permit.
+func (l *Limiter) grantedDirect(t int64) *Permit {
 	l.admittedDirect.Add(1)
-	return &Permit{l: l}
+	return &Permit{l: l, tokens: t}
 }
 
-// refusedFull counts a request refused at arrival.
-func (l *Limiter) refusedFull(req Request) error {
-	l.classes[req.Class].rejectedFull.Add(1)
+// refusal counts a request of class cls refused at arrival and returns
+// the error of verdict v.
+func (l *Limiter) refusal(v verdict, cls int) error {
+	if v == refusedTokens {
+		l.classes[cls].rejectedTokens.Add(1)
+		return ErrQueueTokens
+	}
+	l.classes[cls].rejectedFull.Add(1)
 	return ErrQueueFull
 }
 
@@ -300,7 +370,7 @@ func (l *Limiter) wait(ctx context.Context, w *waiter, deadline time.Time, expir
 			return nil, err
 		}
 		w.countAdmitted()
-		return &Permit{l: l}, nil
+		return &Permit{l: l, tokens: w.tokens}, nil
 	case <-ctx.Done():
 		return l.giveUp(w, ctx.Err())
 	case <-expired:
@@ -325,14 +395,16 @@ func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 	l.mu.Lock()
 	if !w.granted {
 		l.queue.remove(w)
-		l.waiting--
-		w.cls.waiting--
+		l.dequeuedLocked(w)
 		if l.lifo && errors.Is(cause, ErrQueueExpired) {
 			l.lifoNext = true
 		}
 		if l.waiting == 0 {
 			l.lifoNext = false // nobody left to serve: no later backlog inherits it
 		}
+		// w may have been the waiter whose tokens did not fit, holding up
+		// those behind it (or a LIFO grant is now due): the next may fit.
+		l.dispatchLocked()
 		l.mu.Unlock()
 		countGiveUp(w.cls, cause)
 		return nil, cause
@@ -340,7 +412,7 @@ func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 	if timedOut {
 		l.mu.Unlock()
 		w.countAdmitted()
-		return &Permit{l: l}, nil
+		return &Permit{l: l, tokens: w.tokens}, nil
 	}
 	l.reverseGrantLocked(w)
 	l.mu.Unlock()
@@ -362,40 +434,46 @@ func countGiveUp(c *class, cause error) {
 // grant, made under the same lock, already sees the class's credit.
 func (l *Limiter) reverseGrantLocked(w *waiter) {
 	l.queue.refund(w)
-	l.releaseLocked(true)
+	l.releaseLocked(true, w.tokens)
 }
 
-func (l *Limiter) releaseSlot(prefilling bool) {
+// releaseSlot is releaseLocked under the lock, for tests.
+func (l *Limiter) releaseSlot(prefilling bool, tokens int64) {
 	l.mu.Lock()
-	l.releaseLocked(prefilling)
+	l.releaseLocked(prefilling, tokens)
 	l.mu.Unlock()
 }
 
 // releaseLocked frees one admitted request's slot, and its waiting place
-// when it still holds one, then admits the waiters the freed room allows.
-// The room passes directly to the next waiter under the same lock, which
-// leaves no instant in which a newcomer could take it. After a limit was
-// lowered, holders above it simply leave.
-func (l *Limiter) releaseLocked(prefilling bool) {
+// and its tokens when it still holds them, then admits the waiters the
+// freed room allows. The room passes directly to the next waiter under the
+// same lock, which leaves no instant in which a newcomer could take it.
+// After a limit was lowered, holders above it simply leave.
+func (l *Limiter) releaseLocked(prefilling bool, tokens int64) {
 	l.holding--
 	if prefilling {
 		l.prefilling--
+		l.prefillTokens -= tokens
 	}
 	l.dispatchLocked()
 }
 
-// firstTokenLocked frees one admitted request's waiting place and admits
-// the waiters the freed room allows.
-func (l *Limiter) firstTokenLocked() {
+// firstTokenLocked frees one admitted request's waiting place and its
+// tokens, and admits the waiters the freed room allows.
+func (l *Limiter) firstTokenLocked(tokens int64) {
 	l.prefilling--
+	l.prefillTokens -= tokens
 	l.dispatchLocked()
 }
 
-// dispatchLocked admits waiters while both limits have room: the oldest
-// (or the one deficit round robin picks among classes), or the newest
-// once after a timeout when adaptive LIFO is on.
+// dispatchLocked admits waiters while N and W have room and the tokens of
+// the waiter next in order fit P: the oldest (or the one deficit round
+// robin picks among classes), or the newest once after a timeout when
+// adaptive LIFO is on. A next waiter that does not fit holds up those
+// behind it: none is skipped, which keeps the order exact and lets a
+// large prompt through once prefill has drained.
 func (l *Limiter) dispatchLocked() {
-	for l.waiting > 0 && l.roomLocked() {
+	for l.waiting > 0 && l.roomLocked() && l.nextFitsLocked() {
 		var w *waiter
 		if l.lifoNext {
 			l.lifoNext = false
@@ -406,15 +484,27 @@ func (l *Limiter) dispatchLocked() {
 		}
 		l.holding++
 		l.prefilling++
+		l.prefillTokens += w.tokens
 		l.grantLocked(w)
 	}
 }
 
 // grantLocked hands a slot to w, which has just left the queue; the
-// caller has counted it in holding and prefilling.
+// caller has counted it in holding, prefilling and prefillTokens.
 func (l *Limiter) grantLocked(w *waiter) {
-	l.waiting--
-	w.cls.waiting--
+	l.dequeuedLocked(w)
 	w.granted = true
 	close(w.ready)
+}
+
+// dequeuedLocked uncounts w, which has just left the queue, from the
+// waiters and their tokens; its count stops growing.
+func (l *Limiter) dequeuedLocked(w *waiter) {
+	l.waiting--
+	w.cls.waiting--
+	l.queuedTokens -= w.tokens
+	w.cls.queuedTokens -= w.tokens
+	if w.count != nil {
+		w.count.w = nil
+	}
 }

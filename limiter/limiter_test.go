@@ -199,7 +199,8 @@ func checkStats(t *testing.T, l *limiter.Limiter, want limiter.Stats) {
 	t.Helper()
 	if want.Classes == nil && !want.Unlimited {
 		want.Classes = []limiter.ClassStats{{
-			Waiting: want.Waiting, AdmittedQueued: want.AdmittedQueued, RejectedFull: want.RejectedFull,
+			Waiting: want.Waiting, QueuedTokens: want.QueuedTokens, AdmittedQueued: want.AdmittedQueued,
+			RejectedFull: want.RejectedFull, RejectedTokens: want.RejectedTokens,
 			TimedOut: want.TimedOut, CancelledWaiting: want.CancelledWaiting,
 		}}
 	}

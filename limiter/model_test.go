@@ -18,9 +18,10 @@ import (
 
 // TestModel drives a limiter with many goroutines doing random Acquire
 // calls (plain, cancelled before or while waiting, with a context timeout
-// or a request deadline) while a changer alters the limits at random
-// (SetSlots on N alone, or SetLimits on N, W and Q, now and then with
-// invalid limits that must be refused). Each admitted request reports its
+// or a request deadline; of random prompt tokens, some with a TokenCount
+// raised while they wait) while a changer alters the limits at random
+// (SetSlots on N alone, or SetLimits on N, W, Q, P and the queue token
+// limit, now and then with invalid limits that must be refused). Each admitted request reports its
 // first token never, once, twice, concurrently with its Release or after
 // it, and releases once or twice. It checks:
 //
@@ -29,13 +30,20 @@ import (
 //     (checked on every increment): after a change to N (or W), holding
 //     (prefilling) is at most max(N, holding then) (max(W, prefilling
 //     then)), since the limiter admits only while under both limits;
+//   - the prefill-token budget, exactly: the observed tokens in prefill
+//     stay within max(P, tokens in prefill when P was last set), except
+//     for a single request larger than that alone (no other observed
+//     tokens); from Stats, queued tokens beyond the queue token limit (or
+//     the tokens queued when it was lowered) only for a single waiter, or
+//     after a TokenCount grew;
 //   - lowering takes nothing back and what is freed above a lowered limit
 //     is not handed on: at the changer's next read, holding is at most
 //     max(N, h0-k) where k is a lower bound on the releases run since, and
 //     prefilling at most max(W, p0-k') with k' the waiting places freed;
 //   - from a Stats sampler: Waiting within Q, or the waiters queued when Q
-//     was lowered; Prefilling within [0, Holding]; room under both limits
-//     implies an empty queue (Stats reads those under the lock); counters
+//     was lowered; Prefilling within [0, Holding], tokens only with
+//     requests; room under both limits, with P unset or no tokens in
+//     prefill, implies an empty queue (Stats reads those under the lock); counters
 //     monotonic; no LIFO grant without AdaptiveLIFO;
 //   - after every operation, the internal invariants under the lock
 //     (CheckInvariants, export_test.go), which is what makes "no false
@@ -47,7 +55,8 @@ import (
 //   - per call: OnQueued at most once, and only for outcomes that queue;
 //   - at the end, the counters reconcile exactly with what callers saw,
 //     no more LIFO grants than queue timeouts, Holding == Prefilling ==
-//     Waiting == 0, and a fresh Acquire is admitted directly.
+//     Waiting == 0, no tokens left, and a fresh Acquire is admitted
+//     directly.
 //
 // Holding times are goroutine yields, not sleeps.
 func TestModel(t *testing.T) {
@@ -71,6 +80,9 @@ func TestModel(t *testing.T) {
 		change       change
 		unlimited    bool
 		classes      []limiter.Class
+		// prefillTokens (P) and queueTokens are the token limits;
+		// maxTokens the largest prompt drawn (0: all requests carry none).
+		prefillTokens, queueTokens, maxTokens int64
 	}{
 		// N only.
 		{name: "N=1 Q=0", slots: 1},
@@ -108,6 +120,19 @@ func TestModel(t *testing.T) {
 			classes: []limiter.Class{{Name: "a", Quantum: 1, Limit: 10}, {Name: "b", Quantum: 3}, {Name: "c", Quantum: 2, Limit: 4}}},
 		{name: "classes W=2 Q=12 set limits", waitingLimit: 2, queueLen: 12, change: setLimits, classes: []limiter.Class{
 			{Name: "a", Quantum: 2}, {Name: "b", Quantum: 1, Limit: 3}}},
+		// Tokens.
+		{name: "N=8 P=1000 Q=16", slots: 8, queueLen: 16, prefillTokens: 1000, maxTokens: 1500},
+		{name: "N=32 P=300 QT=300 Q=64 timeout", slots: 32, queueLen: 64, queueTimeout: medium,
+			prefillTokens: 300, queueTokens: 300, maxTokens: 200},
+		{name: "N=16 P=500 QT=600 Q=8 set limits", slots: 16, queueLen: 8, change: setLimits,
+			prefillTokens: 500, queueTokens: 600, maxTokens: 700},
+		{name: "N=8 W=4 P=1000 QT=2000 Q=32 timeout LIFO set limits", slots: 8, waitingLimit: 4, queueLen: 32,
+			queueTimeout: short, adaptiveLIFO: true, change: setLimits, prefillTokens: 1000, queueTokens: 2000, maxTokens: 1500},
+		{name: "N=4 P=1000 Q=16 set slots", slots: 4, queueLen: 16, change: setSlots, prefillTokens: 1000, maxTokens: 800},
+		{name: "classes N=6 P=1000 QT=3000 Q=16 set limits", slots: 6, queueLen: 16, change: setLimits,
+			prefillTokens: 1000, queueTokens: 3000, maxTokens: 1200,
+			classes: []limiter.Class{{Name: "a", Quantum: 1, Limit: 10}, {Name: "b", Quantum: 3}}},
+		{name: "unlimited tokens", unlimited: true, maxTokens: 1000},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,11 +145,13 @@ func TestModel(t *testing.T) {
 				l = newLimiter(t, limiter.Options{
 					Slots: tt.slots, WaitingLimit: tt.waitingLimit, QueueLen: tt.queueLen,
 					QueueTimeout: tt.queueTimeout, AdaptiveLIFO: tt.adaptiveLIFO, Classes: tt.classes,
+					PrefillTokenLimit: tt.prefillTokens, QueueTokenLimit: tt.queueTokens,
 				})
 			}
-			m := &model{t: t, l: l, unlimited: tt.unlimited, lifo: tt.adaptiveLIFO, classes: tt.classes}
+			m := &model{t: t, l: l, unlimited: tt.unlimited, lifo: tt.adaptiveLIFO, classes: tt.classes, maxTokens: tt.maxTokens}
 			m.perClass = make([]classSeen, max(1, len(tt.classes)))
-			lim := limiter.Limits{Slots: tt.slots, WaitingLimit: tt.waitingLimit, QueueLen: tt.queueLen}
+			lim := limiter.Limits{Slots: tt.slots, WaitingLimit: tt.waitingLimit, QueueLen: tt.queueLen,
+				PrefillTokenLimit: tt.prefillTokens, QueueTokenLimit: tt.queueTokens}
 			m.setBounds(lim, limiter.Stats{})
 			m.run(seed, 64, ops, tt.change, lim)
 		})
@@ -137,7 +164,7 @@ type change uint8
 const (
 	changeNone   change = iota
 	changeSlots         // N, with SetSlots
-	changeLimits        // N, W and Q, with SetLimits
+	changeLimits        // N, W, Q and the token limits, with SetLimits
 )
 
 type model struct {
@@ -146,6 +173,7 @@ type model struct {
 	unlimited bool
 	lifo      bool
 	classes   []limiter.Class
+	maxTokens int64
 
 	// holders is the observed number of holders: incremented after Acquire
 	// returns a slot, decremented before release, so at every instant it is
@@ -154,6 +182,9 @@ type model struct {
 	// FirstToken, or before Release when that comes first, so at most the
 	// real Prefilling.
 	holders, prefill atomic.Int64
+	// prefillTokens are the tokens of the observed holders before their
+	// first token, counted like prefill.
+	prefillTokens atomic.Int64
 	// nBound, wBound and qBound are what the real Holding, Prefilling and
 	// Waiting may reach: after a change to N, holding is at most max(N,
 	// holding at that moment), because the limiter only adds a holder
@@ -162,7 +193,13 @@ type model struct {
 	// sampler's read, atomic with respect to bound changes.
 	boundMu                sync.RWMutex
 	nBound, wBound, qBound atomic.Int64
-	maxSeen, maxPrefill    atomic.Int64
+	// pBound and qtBound are the same for the tokens in prefill and the
+	// queued tokens: max(limit, tokens then), math.MaxInt64 when unset.
+	pBound, qtBound atomic.Int64
+	// grown is set once a TokenCount was raised while its request
+	// waited, which may take the queued tokens beyond qtBound.
+	grown               atomic.Bool
+	maxSeen, maxPrefill atomic.Int64
 	// Release calls (first calls only) started and finished, and the same
 	// for the calls that free a waiting place, so that the changer can
 	// tell how many of each certainly ran between two of its Stats reads.
@@ -170,17 +207,17 @@ type model struct {
 	wfStarted, wfFinished   atomic.Int64
 
 	// What callers saw.
-	direct, queuedOK, rejected, timedOut, cancelledQueued, endedBefore atomic.Uint64
-	onQueuedCalls                                                      atomic.Uint64
-	badClass                                                           atomic.Uint64
-	perClass                                                           []classSeen
+	direct, queuedOK, rejected, rejectedTokens, timedOut, cancelledQueued, endedBefore atomic.Uint64
+	onQueuedCalls                                                                      atomic.Uint64
+	badClass                                                                           atomic.Uint64
+	perClass                                                                           []classSeen
 
 	failed atomic.Bool
 }
 
 // classSeen is what callers of one class saw.
 type classSeen struct {
-	queuedOK, rejected, timedOut, cancelledQueued atomic.Uint64
+	queuedOK, rejected, rejectedTokens, timedOut, cancelledQueued atomic.Uint64
 }
 
 func (m *model) fail(format string, args ...any) {
@@ -196,8 +233,18 @@ func (m *model) setBounds(lim limiter.Limits, s limiter.Stats) {
 		m.nBound.Store(math.MaxInt64)
 		m.wBound.Store(math.MaxInt64)
 		m.qBound.Store(0)
+		m.pBound.Store(math.MaxInt64)
+		m.qtBound.Store(0)
 		return
 	}
+	tokenBound := func(limit, now int64) int64 {
+		if limit == 0 {
+			return math.MaxInt64 // not set
+		}
+		return max(limit, now)
+	}
+	m.pBound.Store(tokenBound(lim.PrefillTokenLimit, s.PrefillTokens))
+	m.qtBound.Store(tokenBound(lim.QueueTokenLimit, s.QueuedTokens))
 	bound := func(limit, now int) int64 {
 		if limit == 0 {
 			return math.MaxInt64 // not set
@@ -279,6 +326,12 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 		}
 	}
 	seen := &m.perClass[class]
+	if m.maxTokens > 0 {
+		req.Tokens = rng.Int64N(m.maxTokens+3) - 2
+		if rng.IntN(8) == 0 { // a count that grows while it waits
+			req.TokenCount = m.growingCount(rng, req.Tokens, wg)
+		}
+	}
 	queued := 0
 	req.OnQueued = func() {
 		queued++
@@ -321,6 +374,12 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 		}
 		m.rejected.Add(1)
 		seen.rejected.Add(1)
+	case errors.Is(err, limiter.ErrQueueTokens):
+		if queued != 0 || m.unlimited {
+			m.fail("ErrQueueTokens after OnQueued (%d) or from an unlimited limiter (%t)", queued, m.unlimited)
+		}
+		m.rejectedTokens.Add(1)
+		seen.rejectedTokens.Add(1)
 	case errors.Is(err, limiter.ErrQueueTimeout):
 		if queued != 1 {
 			m.fail("ErrQueueTimeout without being queued")
@@ -343,9 +402,10 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 // few yields and gives it back, with the first token reported in one of
 // the ways a proxy may report it.
 func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
+	tokens := p.Tokens()
 	m.boundMu.RLock()
-	h, pf := m.holders.Add(1), m.prefill.Add(1)
-	nb, wb := m.nBound.Load(), m.wBound.Load()
+	h, pf, pt := m.holders.Add(1), m.prefill.Add(1), m.prefillTokens.Add(tokens)
+	nb, wb, pb := m.nBound.Load(), m.wBound.Load(), m.pBound.Load()
 	m.boundMu.RUnlock()
 	if h > nb {
 		m.fail("%d holders observed, more than N allows (%d)", h, nb)
@@ -353,20 +413,35 @@ func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
 	if pf > wb {
 		m.fail("%d holders before their first token observed, more than W allows (%d)", pf, wb)
 	}
+	// Beyond P only a request larger than P, alone: it was admitted with
+	// no tokens in prefill, and none fit beside it.
+	if pt > pb && pt != tokens {
+		m.fail("%d tokens in prefill observed, more than P allows (%d), with %d of them this request's", pt, pb, tokens)
+	}
+	if tokens < 0 || tokens > m.maxTokens {
+		m.fail("permit holds %d tokens, requests have at most %d", tokens, m.maxTokens)
+	}
 	raise(&m.maxSeen, h)
 	raise(&m.maxPrefill, pf)
 	yield(rng.IntN(20))
 
+	// unprefill uncounts the request from the observed ones before their
+	// first token, before the limiter does.
+	unprefill := func() {
+		m.prefill.Add(-1)
+		m.prefillTokens.Add(-tokens)
+	}
+
 	// firstToken frees the waiting place, counted as a free.
 	firstToken := func() {
-		m.prefill.Add(-1)
+		unprefill()
 		m.wfStarted.Add(1)
 		p.FirstToken()
 		m.wfFinished.Add(1)
 	}
 	switch rng.IntN(6) {
 	case 0: // no first token: Release frees both
-		m.prefill.Add(-1)
+		unprefill()
 		m.holders.Add(-1)
 		m.wfStarted.Add(1)
 		m.release(p)
@@ -384,7 +459,7 @@ func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
 		m.release(p)
 		p.FirstToken()
 	case 3: // first token and Release at once, from two goroutines
-		m.prefill.Add(-1)
+		unprefill()
 		m.holders.Add(-1)
 		m.wfStarted.Add(1)
 		var ft sync.WaitGroup
@@ -393,7 +468,7 @@ func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
 		ft.Wait()
 		m.wfFinished.Add(1)
 	case 4: // the first token reported twice at once
-		m.prefill.Add(-1)
+		unprefill()
 		m.wfStarted.Add(1)
 		var ft sync.WaitGroup
 		ft.Go(p.FirstToken)
@@ -404,7 +479,7 @@ func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
 		m.holders.Add(-1)
 		m.release(p)
 	default: // the first token reported after Release: a no-op
-		m.prefill.Add(-1)
+		unprefill()
 		m.holders.Add(-1)
 		m.wfStarted.Add(1)
 		m.release(p)
@@ -414,6 +489,27 @@ func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
 	if rng.IntN(8) == 0 {
 		p.Release() // a second call must do nothing
 	}
+}
+
+// growingCount returns a TokenCount starting at tokens that a goroutine
+// of wg raises a few times, after a few yields each, up to m.maxTokens:
+// while the request waits, after its grant, or before it arrives.
+func (m *model) growingCount(rng *rand.Rand, tokens int64, wg *sync.WaitGroup) *limiter.TokenCount {
+	c := new(limiter.TokenCount)
+	c.Raise(tokens)
+	steps := make([]int64, 1+rng.IntN(3))
+	for i := range steps {
+		steps[i] = rng.Int64N(m.maxTokens + 1)
+	}
+	yields := rng.IntN(20)
+	wg.Go(func() {
+		for _, n := range steps {
+			yield(yields)
+			m.grown.Store(true)
+			c.Raise(n)
+		}
+	})
+	return c
 }
 
 // release is the first Release of a permit, counted.
@@ -450,6 +546,8 @@ func (m *model) changeLimits(stop <-chan struct{}, rng *rand.Rand, ch change, in
 	nMax := 2 * max(initial.Slots, initial.WaitingLimit, 2)
 	wMax := 2 * max(initial.WaitingLimit, 2)
 	qMax := 2 * max(initial.QueueLen, 2)
+	pMax := 2 * max(initial.PrefillTokenLimit, m.maxTokens, 2)
+	qtMax := 2 * max(initial.QueueTokenLimit, m.maxTokens, 2)
 	h0, p0 := 0, 0
 	s0, ws0 := int64(0), int64(0)
 	for {
@@ -482,6 +580,9 @@ func (m *model) changeLimits(stop <-chan struct{}, rng *rand.Rand, ch change, in
 				Slots:        randomLimit(rng, nMax),
 				WaitingLimit: randomLimit(rng, wMax),
 				QueueLen:     rng.IntN(qMax + 1),
+				// Token limits unset one time in four, as N and W.
+				PrefillTokenLimit: randomTokenLimit(rng, pMax),
+				QueueTokenLimit:   randomTokenLimit(rng, qtMax),
 			}
 			if next.Slots == 0 && next.WaitingLimit == 0 {
 				next.Slots = 1 + rng.IntN(nMax)
@@ -520,13 +621,26 @@ func randomLimit(rng *rand.Rand, n int) int {
 	return 1 + rng.IntN(n)
 }
 
+// randomTokenLimit is a token limit in [1, n], or 0 (not set) one time in
+// four.
+func randomTokenLimit(rng *rand.Rand, n int64) int64 {
+	if rng.IntN(4) == 0 {
+		return 0
+	}
+	return 1 + rng.Int64N(n)
+}
+
 // refuseInvalid calls SetLimits with invalid limits, which must fail,
 // naming the bad one, and leave the limits as they were.
 func (m *model) refuseInvalid(rng *rand.Rand, cur limiter.Limits) {
 	bad, want := cur, ""
-	switch rng.IntN(4) {
+	switch rng.IntN(6) {
 	case 0:
 		bad.Slots, bad.WaitingLimit, want = 0, 0, "slots must be at least 1"
+	case 4:
+		bad.PrefillTokenLimit, want = -1-rng.Int64N(3), "prefill token limit must not be negative"
+	case 5:
+		bad.QueueTokenLimit, want = -1-rng.Int64N(3), "queue token limit must not be negative"
 	case 1:
 		bad.Slots, want = -1-rng.IntN(3), "slots must be at least 1"
 	case 2:
@@ -553,8 +667,9 @@ func (m *model) sample(stop <-chan struct{}) {
 		}
 		m.boundMu.RLock()
 		s := m.l.Stats()
-		qb := m.qBound.Load()
+		qb, pb, qtb := m.qBound.Load(), m.pBound.Load(), m.qtBound.Load()
 		m.boundMu.RUnlock()
+		m.checkTokens(s, pb, qtb)
 		if s.Holding < 0 || s.Waiting < 0 || s.Prefilling < 0 {
 			m.fail("negative gauge: %+v", s)
 		}
@@ -568,9 +683,10 @@ func (m *model) sample(stop <-chan struct{}) {
 			if s.Slots != 0 || s.WaitingLimit != 0 || s.QueueLen != 0 || s.Waiting != 0 {
 				m.fail("unlimited limiter: %+v", s)
 			}
-		} else if under(s.Holding, s.Slots) && under(s.Prefilling, s.WaitingLimit) && s.Waiting != 0 {
-			m.fail("Holding %d of N %d, Prefilling %d of W %d, with Waiting %d: free room is not used",
-				s.Holding, s.Slots, s.Prefilling, s.WaitingLimit, s.Waiting)
+		} else if under(s.Holding, s.Slots) && under(s.Prefilling, s.WaitingLimit) && s.Waiting != 0 &&
+			(s.PrefillTokenLimit == 0 || s.PrefillTokens == 0) {
+			m.fail("Holding %d of N %d, Prefilling %d of W %d, %d tokens in prefill of P %d, with Waiting %d: free room is not used",
+				s.Holding, s.Slots, s.Prefilling, s.WaitingLimit, s.PrefillTokens, s.PrefillTokenLimit, s.Waiting)
 		}
 		if s.AdmittedDirect < prev.AdmittedDirect || s.AdmittedQueued < prev.AdmittedQueued ||
 			s.RejectedFull < prev.RejectedFull || s.TimedOut < prev.TimedOut || s.CancelledWaiting < prev.CancelledWaiting ||
@@ -583,6 +699,31 @@ func (m *model) sample(stop <-chan struct{}) {
 		m.checkClasses(s)
 		prev = s
 		runtime.Gosched()
+	}
+}
+
+// checkTokens checks a snapshot's tokens against the bounds pb (prefill)
+// and qtb (queued) read with it: tokens only with requests; beyond pb
+// only what one request may hold; queued tokens beyond qtb only for a
+// single waiter, which may enter an empty queue whatever its size, or
+// after a TokenCount grew.
+func (m *model) checkTokens(s limiter.Stats, pb, qtb int64) {
+	if s.PrefillTokens < 0 || s.QueuedTokens < 0 || (s.Prefilling == 0 && s.PrefillTokens != 0) ||
+		(s.Waiting == 0 && s.QueuedTokens != 0) {
+		m.fail("tokens: %d in prefill of %d requests, %d queued of %d waiters", s.PrefillTokens, s.Prefilling, s.QueuedTokens, s.Waiting)
+	}
+	if s.PrefillTokens > pb && s.PrefillTokens > m.maxTokens {
+		m.fail("%d tokens in prefill, beyond the bound %d and the largest request %d", s.PrefillTokens, pb, m.maxTokens)
+	}
+	if s.QueuedTokens > qtb && s.Waiting != 1 && !m.grown.Load() {
+		m.fail("%d tokens queued by %d waiters, beyond the bound %d", s.QueuedTokens, s.Waiting, qtb)
+	}
+	var sum int64
+	for _, c := range s.Classes {
+		sum += c.QueuedTokens
+	}
+	if s.Classes != nil && sum != s.QueuedTokens {
+		m.fail("classes hold %d queued tokens, QueuedTokens %d", sum, s.QueuedTokens)
 	}
 }
 
@@ -630,10 +771,11 @@ func (m *model) reconcile(total uint64) {
 	check("AdmittedDirect", s.AdmittedDirect, m.direct.Load())
 	check("AdmittedQueued", s.AdmittedQueued, m.queuedOK.Load())
 	check("RejectedFull", s.RejectedFull, m.rejected.Load())
+	check("RejectedTokens", s.RejectedTokens, m.rejectedTokens.Load())
 	check("TimedOut", s.TimedOut, m.timedOut.Load())
 	check("CancelledWaiting", s.CancelledWaiting, m.cancelledQueued.Load())
 	check("OnQueued calls", m.onQueuedCalls.Load(), m.queuedOK.Load()+m.timedOut.Load()+m.cancelledQueued.Load())
-	seen := m.direct.Load() + m.queuedOK.Load() + m.rejected.Load() + m.timedOut.Load() + m.cancelledQueued.Load() + m.endedBefore.Load() + m.badClass.Load()
+	seen := m.direct.Load() + m.queuedOK.Load() + m.rejected.Load() + m.rejectedTokens.Load() + m.timedOut.Load() + m.cancelledQueued.Load() + m.endedBefore.Load() + m.badClass.Load()
 	check("operations", seen, total)
 	// Each LIFO grant consumes the flag a queue timeout set, and the
 	// waiter it went to took the slot.
@@ -646,6 +788,7 @@ func (m *model) reconcile(total uint64) {
 		c, p := s.Classes[i], &m.perClass[i]
 		check(fmt.Sprintf("class %d AdmittedQueued", i), c.AdmittedQueued, p.queuedOK.Load())
 		check(fmt.Sprintf("class %d RejectedFull", i), c.RejectedFull, p.rejected.Load())
+		check(fmt.Sprintf("class %d RejectedTokens", i), c.RejectedTokens, p.rejectedTokens.Load())
 		check(fmt.Sprintf("class %d TimedOut", i), c.TimedOut, p.timedOut.Load())
 		check(fmt.Sprintf("class %d CancelledWaiting", i), c.CancelledWaiting, p.cancelledQueued.Load())
 		lifo += c.DequeuedLIFO
@@ -653,9 +796,10 @@ func (m *model) reconcile(total uint64) {
 	if s.Classes != nil {
 		check("DequeuedLIFO, sum of classes", lifo, s.DequeuedLIFO)
 	}
-	if s.Holding != 0 || s.Prefilling != 0 || s.Waiting != 0 || m.holders.Load() != 0 || m.prefill.Load() != 0 {
-		t.Errorf("at the end: Holding %d Prefilling %d Waiting %d, observed holders %d prefilling %d",
-			s.Holding, s.Prefilling, s.Waiting, m.holders.Load(), m.prefill.Load())
+	if s.Holding != 0 || s.Prefilling != 0 || s.Waiting != 0 || m.holders.Load() != 0 || m.prefill.Load() != 0 ||
+		s.PrefillTokens != 0 || s.QueuedTokens != 0 || m.prefillTokens.Load() != 0 {
+		t.Errorf("at the end: Holding %d Prefilling %d Waiting %d, tokens %d in prefill %d queued, observed holders %d prefilling %d of %d tokens",
+			s.Holding, s.Prefilling, s.Waiting, s.PrefillTokens, s.QueuedTokens, m.holders.Load(), m.prefill.Load(), m.prefillTokens.Load())
 	}
 	if err := l.CheckInvariants(); err != nil {
 		t.Errorf("at the end: %v", err)
@@ -672,8 +816,8 @@ func (m *model) reconcile(total uint64) {
 	if got := l.Stats(); got.Holding != 0 || got.Prefilling != 0 {
 		t.Errorf("after the fresh Release: Holding %d Prefilling %d", got.Holding, got.Prefilling)
 	}
-	t.Logf("limits %+v; direct %d queued %d (LIFO %d) rejected %d timed out %d cancelled waiting %d ended before %d bad class %d; max holders %d, before first token %d; classes %+v",
-		l.Limits(), s.AdmittedDirect, s.AdmittedQueued, s.DequeuedLIFO, s.RejectedFull, s.TimedOut, s.CancelledWaiting,
+	t.Logf("limits %+v; direct %d queued %d (LIFO %d) rejected %d (tokens %d) timed out %d cancelled waiting %d ended before %d bad class %d; max holders %d, before first token %d; classes %+v",
+		l.Limits(), s.AdmittedDirect, s.AdmittedQueued, s.DequeuedLIFO, s.RejectedFull, s.RejectedTokens, s.TimedOut, s.CancelledWaiting,
 		m.endedBefore.Load(), m.badClass.Load(), m.maxSeen.Load(), m.maxPrefill.Load(), s.Classes)
 }
 

@@ -12,6 +12,11 @@ type waiter struct {
 	cls *class
 	// cost is the scheduling cost, charged to the class's deficit by drr.
 	cost int64
+	// tokens are the request's prompt tokens, counted in the queued tokens
+	// while it waits and in the prefill tokens once granted; count, when
+	// set, may raise them until the grant (TokenCount).
+	tokens int64
+	count  *TokenCount
 	// seq is the waiter's place in the arrival order of all classes, which
 	// tells drr's popNewest the newest waiter.
 	seq uint64
@@ -45,8 +50,13 @@ func (w *waiter) countAdmitted() {
 // deficit round robin (drr, drr.go).
 type queue interface {
 	push(w *waiter)
+	// peek returns the waiter pop would return, changing nothing, or nil:
+	// the limiter checks that its tokens fit before it grants.
+	peek() *waiter
 	// pop removes and returns the next waiter to serve, or nil.
 	pop() *waiter
+	// peekNewest returns the waiter popNewest would return, or nil.
+	peekNewest() *waiter
 	// popNewest removes and returns the waiter that arrived last, or nil:
 	// adaptive LIFO's one grant after a timeout.
 	popNewest() *waiter
@@ -72,6 +82,10 @@ func (f *fifo) push(w *waiter) {
 	}
 	f.tail = w
 }
+
+func (f *fifo) peek() *waiter { return f.head }
+
+func (f *fifo) peekNewest() *waiter { return f.tail }
 
 func (f *fifo) pop() *waiter {
 	w := f.head

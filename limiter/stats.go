@@ -2,8 +2,9 @@ package limiter
 
 import "time"
 
-// Stats is a snapshot of a Limiter. Holding and Waiting (with each class's
-// Waiting) are read together under the lock, so they are consistent with
+// Stats is a snapshot of a Limiter. The limits and the gauges (Holding,
+// Prefilling, Waiting, the tokens, each class's Waiting and QueuedTokens)
+// are read together under the lock, so they are consistent with
 // each other; the counters are monotonic and read just after.
 type Stats struct {
 	// Unlimited is true for a pass-through limiter (NewUnlimited); Slots and
@@ -14,6 +15,9 @@ type Stats struct {
 	WaitingLimit int
 	QueueLen     int
 	QueueTimeout time.Duration
+	// PrefillTokenLimit (P) and QueueTokenLimit are 0 when not set.
+	PrefillTokenLimit int64
+	QueueTokenLimit   int64
 
 	// Holding is the number of requests holding a slot; Prefilling the
 	// number of those still holding a waiting place (before their first
@@ -21,10 +25,15 @@ type Stats struct {
 	Holding    int
 	Prefilling int
 	Waiting    int
+	// PrefillTokens are the prompt tokens of the Prefilling requests;
+	// QueuedTokens those of the Waiting ones.
+	PrefillTokens int64
+	QueuedTokens  int64
 
 	AdmittedDirect   uint64 // took a free slot without queuing
 	AdmittedQueued   uint64 // took a slot after waiting in the queue
 	RejectedFull     uint64 // refused with ErrQueueFull
+	RejectedTokens   uint64 // refused with ErrQueueTokens
 	TimedOut         uint64 // left the queue with ErrQueueTimeout
 	CancelledWaiting uint64 // left the queue because their context ended
 	// DequeuedLIFO counts the grants adaptive LIFO gave to the newest
@@ -49,17 +58,21 @@ func (l *Limiter) Stats() Stats {
 	}
 	l.mu.Lock()
 	s := Stats{
-		Unlimited:    l.unlimited,
-		Slots:        setAsZero(l.slots),
-		WaitingLimit: setAsZero(l.waitLimit),
-		QueueLen:     l.queueLen,
-		QueueTimeout: l.timeout,
-		Holding:      l.holding,
-		Prefilling:   l.prefilling,
-		Waiting:      l.waiting,
+		Unlimited:         l.unlimited,
+		Slots:             setAsZero(l.slots),
+		WaitingLimit:      setAsZero(l.waitLimit),
+		QueueLen:          l.queueLen,
+		QueueTimeout:      l.timeout,
+		PrefillTokenLimit: tokensSetAsZero(l.prefillLimit),
+		QueueTokenLimit:   tokensSetAsZero(l.queueTokenLimit),
+		Holding:           l.holding,
+		Prefilling:        l.prefilling,
+		Waiting:           l.waiting,
+		PrefillTokens:     l.prefillTokens,
+		QueuedTokens:      l.queuedTokens,
 	}
 	for i := range cs {
-		cs[i].Waiting = l.classes[i].waiting
+		cs[i].Waiting, cs[i].QueuedTokens = l.classes[i].waiting, l.classes[i].queuedTokens
 	}
 	l.mu.Unlock()
 	s.AdmittedDirect = l.admittedDirect.Load()
@@ -70,6 +83,7 @@ func (l *Limiter) Stats() Stats {
 			AdmittedQueued:   c.admittedQueued.Load(),
 			DequeuedLIFO:     c.admittedLIFO.Load(),
 			RejectedFull:     c.rejectedFull.Load(),
+			RejectedTokens:   c.rejectedTokens.Load(),
 			TimedOut:         c.timedOut.Load(),
 			CancelledWaiting: c.cancelledWaiting.Load(),
 		}
@@ -77,10 +91,11 @@ func (l *Limiter) Stats() Stats {
 		s.AdmittedQueued += cls.AdmittedQueued
 		s.DequeuedLIFO += cls.DequeuedLIFO
 		s.RejectedFull += cls.RejectedFull
+		s.RejectedTokens += cls.RejectedTokens
 		s.TimedOut += cls.TimedOut
 		s.CancelledWaiting += cls.CancelledWaiting
 		if cs != nil {
-			cls.Waiting = cs[i].Waiting
+			cls.Waiting, cls.QueuedTokens = cs[i].Waiting, cs[i].QueuedTokens
 			cs[i] = cls
 		}
 	}

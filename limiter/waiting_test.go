@@ -531,9 +531,14 @@ func TestSetLimitsInvalid(t *testing.T) {
 		{name: "negative waiting limit alone", lim: limiter.Limits{WaitingLimit: -3}, want: []string{"waiting limit must not be negative, got -3"}},
 		{name: "negative queue", lim: limiter.Limits{Slots: 2, QueueLen: -1}, want: []string{"queue length must not be negative, got -1"}},
 		{name: "min int", lim: limiter.Limits{Slots: math.MinInt, WaitingLimit: 1}, want: []string{fmt.Sprintf("slots must be at least 1, got %d", math.MinInt)}},
+		{name: "negative prefill token limit", lim: limiter.Limits{Slots: 2, PrefillTokenLimit: -5}, want: []string{"prefill token limit must not be negative, got -5"}},
+		{name: "negative queue token limit", lim: limiter.Limits{Slots: 2, QueueTokenLimit: -7}, want: []string{"queue token limit must not be negative, got -7"}},
+		{name: "max prefill token limit", lim: limiter.Limits{Slots: 2, PrefillTokenLimit: math.MaxInt64}, want: []string{"prefill token limit must be below"}},
+		{name: "max queue token limit", lim: limiter.Limits{Slots: 2, QueueTokenLimit: math.MaxInt64}, want: []string{"queue token limit must be below"}},
 		{
-			name: "everything wrong", lim: limiter.Limits{Slots: -1, WaitingLimit: -2, QueueLen: -3},
-			want: []string{"slots must be at least 1, got -1", "waiting limit must not be negative, got -2", "queue length must not be negative, got -3"},
+			name: "everything wrong", lim: limiter.Limits{Slots: -1, WaitingLimit: -2, QueueLen: -3, PrefillTokenLimit: -4, QueueTokenLimit: -5},
+			want: []string{"slots must be at least 1, got -1", "waiting limit must not be negative, got -2", "queue length must not be negative, got -3",
+				"prefill token limit must not be negative, got -4", "queue token limit must not be negative, got -5"},
 		},
 	}
 	for _, tt := range tests {
