@@ -156,6 +156,7 @@ func newGate(cfg config.Config, lims *gate.Limiters, pol *policy.Config, lp *loa
 	opts := gate.Options{
 		Limiters: lims, Policy: gatePolicy(pol), Flights: lp.flights, Changed: lp.notify, Observer: m,
 		Logger: logging.Slog(log.Named("proxy")), AbortGrace: cfg.AbortGrace, NoAbortGrace: cfg.AbortGrace == 0,
+		PaceRetryAfter: cfg.RetryAfterAuto,
 	}
 	if cfg.RejectWhenBusy {
 		opts.Busy = lp.busy.Load

@@ -58,7 +58,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Int64("max_buffered_body_bytes", c.MaxBufferedBodyBytes),
 		zap.Duration("request_header_timeout", c.RequestHeaderTimeout),
 		zap.Duration("request_body_timeout", c.RequestBodyTimeout),
-		zap.Duration("retry_after", c.RetryAfter),
+		zap.Duration("retry_after", c.RetryAfter), zap.Bool("retry_after_auto", c.RetryAfterAuto),
 		zap.Duration("shutdown_timeout", c.ShutdownTimeout), zap.Duration("drain_delay", c.DrainDelay),
 		zap.String("log_level", c.LogLevel), zap.String("log_format", c.LogFormat),
 		zap.Bool("capped", c.GateOn()),

@@ -98,8 +98,12 @@ type Config struct {
 	// SLOTGATE_REQUEST_BODY_TIMEOUT, 60s); zero is no limit.
 	RequestBodyTimeout time.Duration
 	// RetryAfter is sent with overload answers (--retry-after,
-	// SLOTGATE_RETRY_AFTER, 1s); zero sends none.
-	RetryAfter time.Duration
+	// SLOTGATE_RETRY_AFTER, 1s); zero sends none. With RetryAfterAuto
+	// (--retry-after auto) overload answers carry a hint computed from
+	// the engine's pace instead, and RetryAfter (1s) is the hint of the
+	// other answers that carry one (draining, rate limited).
+	RetryAfter     time.Duration
+	RetryAfterAuto bool
 	// ShutdownTimeout bounds the final drain (--shutdown-timeout,
 	// SLOTGATE_SHUTDOWN_TIMEOUT, 60s).
 	ShutdownTimeout time.Duration
@@ -239,10 +243,7 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.MaxBufferedBodyBytes = int64(intAtLeast(v, "max-buffered-body-bytes", r.MaxBufferedBody, 0))
 	c.RequestHeaderTimeout = v.Duration("request-header-timeout", r.RequestHeaderTimeout, 0)
 	c.RequestBodyTimeout = v.Duration("request-body-timeout", r.RequestBodyTimeout, 0)
-	c.RetryAfter = v.Duration("retry-after", r.RetryAfter, 0)
-	if c.RetryAfter%time.Second != 0 {
-		v.Fail("retry-after", r.RetryAfter, "must be whole seconds")
-	}
+	c.RetryAfter, c.RetryAfterAuto = retryAfter(v, r.RetryAfter)
 	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
 	c.DrainDelay = v.Duration("drain-delay", r.DrainDelay, 0)
 	c.AbortGrace = v.Duration("abort-grace", r.AbortGrace, 0)
@@ -254,4 +255,18 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
 	c.fillEventPlane(r, v)
+}
+
+// retryAfter reads --retry-after: whole seconds, or auto (any case) for
+// hints computed from the engine's pace, with 1s for the answers that are
+// not overload refusals.
+func retryAfter(v *flagenv.Checker, s string) (d time.Duration, auto bool) {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return time.Second, true
+	}
+	d = v.Duration("retry-after", s, 0)
+	if d%time.Second != 0 {
+		v.Fail("retry-after", s, "must be whole seconds, or auto")
+	}
+	return d, false
 }

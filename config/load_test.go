@@ -512,6 +512,14 @@ func TestValidation(t *testing.T) {
 		{name: "retry after 2m", args: []string{"--retry-after=2m"},
 			check: func(t *testing.T, c config.Config) { eq(t, "RetryAfter", c.RetryAfter, 2*time.Minute) }},
 		{name: "retry after 1500ms", args: []string{"--retry-after=1500ms"}, probs: []bad{{"--retry-after", "1500ms"}}},
+		{name: "retry after auto", env: map[string]string{"SLOTGATE_RETRY_AFTER": " Auto"},
+			check: func(t *testing.T, c config.Config) {
+				eq(t, "RetryAfterAuto", c.RetryAfterAuto, true)
+				eq(t, "RetryAfter", c.RetryAfter, time.Second)
+			}},
+		{name: "retry after fixed is not auto", args: []string{"--retry-after=5s"},
+			check: func(t *testing.T, c config.Config) { eq(t, "RetryAfterAuto", c.RetryAfterAuto, false) }},
+		{name: "retry after automatic", args: []string{"--retry-after=automatic"}, probs: []bad{{"--retry-after", "automatic"}}},
 		{name: "retry after 500ms", env: map[string]string{"SLOTGATE_RETRY_AFTER": "500ms"},
 			probs: []bad{{"SLOTGATE_RETRY_AFTER", "500ms"}}},
 		{name: "retry after negative, one problem", args: []string{"--retry-after=-1.5s"}, probs: []bad{{"--retry-after", "-1.5s"}}},

@@ -43,10 +43,19 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 // client left while it ran.
 func (g *Gate) releaseSlot(p *limiter.Permit, clientGone bool) {
 	if clientGone && g.grace > 0 {
-		time.AfterFunc(g.grace, func() { p.Release(); g.changed() })
+		time.AfterFunc(g.grace, func() { g.release(p); g.changed() })
 		return
 	}
+	g.release(p)
+}
+
+// release releases p's slot, and counts the release in the engine's pace
+// when the retry hint follows it.
+func (g *Gate) release(p *limiter.Permit) {
 	p.Release()
+	if g.pace != nil {
+		g.pace.released(time.Now())
+	}
 }
 
 // report gives the Observer the request's outcome (with its class and

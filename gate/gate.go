@@ -53,6 +53,9 @@ type Options struct {
 	// NoAbortGrace hands such a slot on at once, as for any other
 	// request; AbortGrace must then be 0.
 	NoAbortGrace bool
+	// PaceRetryAfter makes RetryAfter compute each overload refusal's
+	// retry hint from the engine's pace (slotgate's --retry-after auto).
+	PaceRetryAfter bool
 }
 
 // Policy is the admission policy applied before queueing.
@@ -86,6 +89,7 @@ type Gate struct {
 	grace     time.Duration
 	unlimited bool // the limiter has no cap, hence no queues
 	draining  atomic.Bool
+	pace      *pace // nil: the retry hint is the adapters' fixed one
 }
 
 // New checks opts and returns a Gate.
@@ -107,6 +111,9 @@ func New(opts Options) (*Gate, error) {
 	}
 	if g.policy != nil {
 		g.class = g.policy.DefaultClass
+	}
+	if opts.PaceRetryAfter {
+		g.pace = new(pace)
 	}
 	if g.grace == 0 && !opts.NoAbortGrace {
 		g.grace = DefaultAbortGrace

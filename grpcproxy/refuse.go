@@ -1,6 +1,9 @@
 package grpcproxy
 
 import (
+	"strconv"
+	"time"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -21,21 +24,24 @@ type refusal struct {
 	message string // the default; a classifier's own message replaces it
 	reason  string // ReasonKey, as HTTP's X-Slotgate-Reason
 	retry   bool   // with RetryAfterKey
+	// paced: an overload refusal, whose retry-after is the gate's paced
+	// hint when the gate paces it, as over HTTP.
+	paced bool
 }
 
 // refusals maps each refusal outcome to its status: the one place where a
 // refusal becomes a gRPC code (RESOURCE_EXHAUSTED for overload, as
 // style.md's table; UNAVAILABLE for draining).
 var refusals = map[gate.Outcome]refusal{
-	gate.RejectedCapacity:     {codes.ResourceExhausted, gate.MessageCapacity, "capacity", true},
-	gate.RejectedQueueTimeout: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true},
-	gate.RejectedQueueExpired: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true},
-	gate.RejectedPolicy:       {codes.ResourceExhausted, gate.MessagePolicy, "policy", true},
-	gate.RejectedRateLimited:  {codes.ResourceExhausted, gate.MessagePolicy, "rate_limited", true},
-	gate.RejectedBusy:         {codes.ResourceExhausted, gate.MessageBusy, "busy", true},
-	gate.RejectedDraining:     {codes.Unavailable, gate.MessageDraining, "draining", true},
-	gate.RejectedTooLarge:     {codes.ResourceExhausted, MessageTooLarge, "too_large", false},
-	gate.RejectedBadRequest:   {codes.InvalidArgument, MessageBadRequest, "bad_request", false},
+	gate.RejectedCapacity:     {codes.ResourceExhausted, gate.MessageCapacity, "capacity", true, true},
+	gate.RejectedQueueTimeout: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true, true},
+	gate.RejectedQueueExpired: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true, true},
+	gate.RejectedPolicy:       {codes.ResourceExhausted, gate.MessagePolicy, "policy", true, true},
+	gate.RejectedRateLimited:  {codes.ResourceExhausted, gate.MessagePolicy, "rate_limited", true, false},
+	gate.RejectedBusy:         {codes.ResourceExhausted, gate.MessageBusy, "busy", true, true},
+	gate.RejectedDraining:     {codes.Unavailable, gate.MessageDraining, "draining", true, false},
+	gate.RejectedTooLarge:     {codes.ResourceExhausted, MessageTooLarge, "too_large", false, false},
+	gate.RejectedBadRequest:   {codes.InvalidArgument, MessageBadRequest, "bad_request", false, false},
 }
 
 // refuse answers a call the gate refused, before anything reached the
@@ -57,9 +63,24 @@ func (p *Proxy) refuse(c *call, d gate.Decision) error {
 		msg = d.Message
 	}
 	tr := metadata.Pairs(ReasonKey, r.reason, RequestIDKey, c.ID)
-	if r.retry && p.retryAfter != "" {
-		tr.Set(RetryAfterKey, p.retryAfter)
+	if v := p.retryAfterOf(r); v != "" {
+		tr.Set(RetryAfterKey, v)
 	}
 	c.ss.SetTrailer(tr)
 	return status.Error(r.code, msg)
+}
+
+// retryAfterOf is the retry-after of a refusal r: the gate's paced hint,
+// in whole seconds, for an overload refusal when the gate paces it, else
+// the fixed one (Options.RetryAfter); "" for none.
+func (p *Proxy) retryAfterOf(r refusal) string {
+	if !r.retry {
+		return ""
+	}
+	if r.paced {
+		if d := p.gate.RetryAfter(); d > 0 {
+			return strconv.Itoa(int(d / time.Second))
+		}
+	}
+	return p.retryAfter
 }

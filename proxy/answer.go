@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/slotgate/slotgate/gate"
 )
@@ -22,6 +23,9 @@ type answer struct {
 	reason     string
 	body       []byte
 	retryAfter string // empty: no Retry-After header
+	// paced: an overload answer, whose Retry-After is the gate's paced
+	// hint when the gate paces it (gate.Gate.RetryAfter), else retryAfter.
+	paced bool
 	// The header values, rendered once. net/http copies the values of a
 	// handler's headers when it sends them, so they are never written to.
 	reasonV, lengthV, retryAfterV []string
@@ -59,6 +63,9 @@ type answers struct {
 	// own messages, which are not known in advance.
 	overloadStatus int
 	retryAfter     string
+	// retryValues holds the Retry-After values of paced hints, by
+	// seconds, rendered once.
+	retryValues [][]string
 
 	capacity, queueTimeout, queueExpired, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest, bodyTimeout answer
 }
@@ -68,14 +75,20 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 	if retryAfterSeconds > 0 {
 		ra = strconv.Itoa(retryAfterSeconds)
 	}
+	overloaded := func(message, reason string) answer {
+		a := newAnswer(overload, "Overloaded", message, reason, ra)
+		a.paced = true
+		return a
+	}
 	return answers{
 		overloadStatus: overload,
 		retryAfter:     ra,
-		policy:         newAnswer(overload, "Overloaded", gate.MessagePolicy, "policy", ra),
-		capacity:       newAnswer(overload, "Overloaded", gate.MessageCapacity, "capacity", ra),
-		queueTimeout:   newAnswer(overload, "Overloaded", gate.MessageQueueTimeout, "queue_timeout", ra),
-		queueExpired:   newAnswer(overload, "Overloaded", gate.MessageQueueTimeout, "queue_timeout", ra),
-		busy:           newAnswer(overload, "Overloaded", gate.MessageBusy, "busy", ra),
+		retryValues:    retryValues(),
+		policy:         overloaded(gate.MessagePolicy, "policy"),
+		capacity:       overloaded(gate.MessageCapacity, "capacity"),
+		queueTimeout:   overloaded(gate.MessageQueueTimeout, "queue_timeout"),
+		queueExpired:   overloaded(gate.MessageQueueTimeout, "queue_timeout"),
+		busy:           overloaded(gate.MessageBusy, "busy"),
 		unreachable:    newAnswer(http.StatusServiceUnavailable, "Unavailable", gate.MessageUnreachable, "engine_unavailable", ""),
 		draining:       newAnswer(http.StatusServiceUnavailable, "Unavailable", gate.MessageDraining, "draining", ra),
 		badGateway:     newAnswer(http.StatusBadGateway, "EngineError", "Bad gateway: engine error", "engine_error", ""),
@@ -87,6 +100,16 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 		tooLarge: newAnswer(http.StatusRequestEntityTooLarge, "invalid_request_error",
 			"Request body larger than "+strconv.FormatInt(maxBody, 10)+" bytes", "too_large", ""),
 	}
+}
+
+// retryValues renders every paced hint's header value, 0 through
+// gate.MaxRetryAfter seconds.
+func retryValues() [][]string {
+	vs := make([][]string, int(gate.MaxRetryAfter/time.Second)+1)
+	for i := range vs {
+		vs[i] = []string{strconv.Itoa(i)}
+	}
+	return vs
 }
 
 // write sends a, with the request's id so that a client can quote it.
@@ -105,14 +128,25 @@ func (a *answer) write(ex *exchange) {
 	h["Content-Length"] = a.lengthV
 	h[ReasonHeader] = a.reasonV
 	h[requestIDHeader] = []string{ex.ID}
-	if a.retryAfterV != nil {
-		h["Retry-After"] = a.retryAfterV
+	if v := a.retryAfterValue(ex); v != nil {
+		h["Retry-After"] = v
 	}
 	if ex.bodyPending {
 		h["Connection"] = connectionClose
 	}
 	ex.out.WriteHeader(a.status)
 	_, _ = ex.out.Write(a.body) // the client may be gone; nothing to do about it
+}
+
+// retryAfterValue is a's Retry-After: the gate's paced hint for an
+// overload answer when the gate paces it, else the fixed one; nil for none.
+func (a *answer) retryAfterValue(ex *exchange) []string {
+	if a.paced {
+		if d := ex.p.gate.RetryAfter(); d > 0 {
+			return ex.p.answers.retryValues[min(int(d/time.Second), len(ex.p.answers.retryValues)-1)]
+		}
+	}
+	return a.retryAfterV
 }
 
 var (
@@ -123,7 +157,9 @@ var (
 // rendered renders an answer with a classifier's own message, with
 // Retry-After like the other overload answers.
 func (a *answers) rendered(status int, typ, message, reason string) answer {
-	return newAnswer(status, typ, message, reason, a.retryAfter)
+	r := newAnswer(status, typ, message, reason, a.retryAfter)
+	r.paced = status == a.overloadStatus
+	return r
 }
 
 // refuse answers a request the gate refused: the one place where a
