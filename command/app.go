@@ -79,6 +79,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		// 0 in the config reads no queued body; 0 here is the default.
 		MaxBufferedBodyBytes: cmp.Or(cfg.MaxBufferedBodyBytes, -1),
 		RequestBodyTimeout:   cfg.RequestBodyTimeout,
+		FirstToken:           proxy.FirstToken{Timeout: cfg.FirstTokenTimeout, Per1KTokens: cfg.FirstTokenTimeoutPer1K},
 		PassthroughPaths:     cfg.PassthroughPaths,
 		Logger:               log.Named("proxy"),
 		AccessLog:            access,
@@ -175,6 +176,7 @@ func newLimiters(cfg config.Config, pol *policy.Config) (*gate.Limiters, error) 
 		return limiter.New(limiter.Options{
 			Slots: cfg.EngineRequestLimit, WaitingLimit: cfg.EngineRequestWaitingLimit,
 			QueueLen: cfg.RequestQueueLimit, QueueTimeout: cfg.QueueTimeout, AdaptiveLIFO: cfg.QueueAdaptiveLIFO,
+			PrefillTokenLimit: cfg.EnginePrefillTokenLimit, QueueTokenLimit: cfg.RequestQueueTokenLimit,
 			Classes: limiterClasses(pol),
 		})
 	}

@@ -30,6 +30,8 @@ func (c *Config) fillAdmission(r *raw, v *flagenv.Checker) {
 	c.EngineRequestWaitingLimit = engineLimit(v, "engine-request-waiting-limit", r.EngineRequestWaitingLimit)
 	c.PerRankLimits = v.Bool("per-rank-limits", r.PerRankLimits)
 	c.RequestQueueLimit = queueLimit(v, c.Sources["request-queue-limit"], r)
+	c.EnginePrefillTokenLimit = tokenLimit(v, "engine-prefill-token-limit", r.EnginePrefillTokenLimit, c.GateOn())
+	c.RequestQueueTokenLimit = tokenLimit(v, "request-queue-token-limit", r.RequestQueueTokenLimit, c.GateOn())
 
 	timeout := queueTimeout(v, c.Sources["queue-timeout"], r.QueueTimeout)
 	controlledDelay := v.Bool("queue-controlled-delay", r.QueueControlledDelay)
@@ -118,4 +120,16 @@ func sameTimeout(duration, ms string) bool {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(ms), 10, 64)
 	return err == nil && n <= math.MaxInt64/int64(time.Millisecond) && time.Duration(n)*time.Millisecond == d
+}
+
+// tokenLimit reads a token limit: a whole number of tokens, 0 for none,
+// below 2^62 (the limiter keeps the largest int64 for "no limit"); a
+// positive one needs the gate on (N or W), as a queue does.
+func tokenLimit(v *flagenv.Checker, flagName, s string, gateOn bool) int64 {
+	n := v.Int64(flagName, s, 0, 1<<62, "must be a whole number of tokens, 0 for no limit")
+	if n > 0 && !gateOn {
+		v.Fail(flagName, s, "a token limit needs an engine limit: set --engine-request-limit or --engine-request-waiting-limit")
+		return 0
+	}
+	return n
 }

@@ -162,6 +162,29 @@ func TestAdmissionRules(t *testing.T) {
 		{name: "empty flags are unset", args: []string{"--engine-request-limit=", "--engine-request-waiting-limit="},
 			env: map[string]string{varN: "4"}, check: wantGate(gate{0, 0, 0})},
 
+		// The token limits.
+		{name: "token limits", args: []string{"--engine-request-limit=8", "--engine-prefill-token-limit=16384"},
+			env: map[string]string{"SLOTGATE_REQUEST_QUEUE_TOKEN_LIMIT": "65536"},
+			check: func(t *testing.T, c config.Config) {
+				if c.EnginePrefillTokenLimit != 16384 || c.RequestQueueTokenLimit != 65536 {
+					t.Errorf("token limits %d, %d; want 16384, 65536", c.EnginePrefillTokenLimit, c.RequestQueueTokenLimit)
+				}
+			}},
+		{name: "token limits 0 are none", args: []string{"--engine-prefill-token-limit=0", "--request-queue-token-limit=0"},
+			check: func(t *testing.T, c config.Config) {
+				if c.EnginePrefillTokenLimit != 0 || c.RequestQueueTokenLimit != 0 {
+					t.Errorf("token limits %d, %d; want none", c.EnginePrefillTokenLimit, c.RequestQueueTokenLimit)
+				}
+			}},
+		{name: "P without N or W", args: []string{"--engine-prefill-token-limit=1000"},
+			probs: []bad{{"--engine-prefill-token-limit", "1000"}}},
+		{name: "queue tokens without N or W", env: map[string]string{"SLOTGATE_REQUEST_QUEUE_TOKEN_LIMIT": "10"},
+			probs: []bad{{"SLOTGATE_REQUEST_QUEUE_TOKEN_LIMIT", "10"}}},
+		{name: "P negative", args: []string{"--engine-request-limit=2", "--engine-prefill-token-limit=-1"},
+			probs: []bad{{"--engine-prefill-token-limit", "-1"}}},
+		{name: "P not a number", args: []string{"--engine-request-limit=2", "--engine-prefill-token-limit=16k"},
+			probs: []bad{{"--engine-prefill-token-limit", "16k"}}},
+
 		// Q under the flag or the canonical variable: Dynamo 1.7's rules.
 		{name: "canonical Q 0 with N", env: map[string]string{varN: "4", varQ: "0"}, check: wantGate(gate{4, 0, 0})},
 		{name: "canonical Q 1 with N", env: map[string]string{varN: "4", varQ: "1"}, check: wantGate(gate{4, 0, 1})},

@@ -39,6 +39,14 @@ type Config struct {
 	// flag or the canonical variable it may be 0; under the legacy name it
 	// is at least 2 and read only when N is set.
 	RequestQueueLimit int
+	// EnginePrefillTokenLimit is P, the most prompt tokens the admitted
+	// requests before their first token may add up to
+	// (--engine-prefill-token-limit, SLOTGATE_ENGINE_PREFILL_TOKEN_LIMIT);
+	// RequestQueueTokenLimit bounds the prompt tokens of the queue
+	// (--request-queue-token-limit, SLOTGATE_REQUEST_QUEUE_TOKEN_LIMIT).
+	// Zero means no such limit; either needs N or W.
+	EnginePrefillTokenLimit int64
+	RequestQueueTokenLimit  int64
 	// PerRankLimits makes N and W apply to each data-parallel rank rather
 	// than to the whole engine (--per-rank-limits, SLOTGATE_PER_RANK_LIMITS,
 	// false).
@@ -114,6 +122,12 @@ type Config struct {
 	// the engine served it stays taken before it is handed on, from 0
 	// (at once) through 1s (--abort-grace, SLOTGATE_ABORT_GRACE, 5ms).
 	AbortGrace time.Duration
+	// FirstTokenTimeout is the first-token budget of a streamed request,
+	// from its forwarding to the engine (--first-token-timeout,
+	// SLOTGATE_FIRST_TOKEN_TIMEOUT, 0: off); FirstTokenTimeoutPer1K adds
+	// to it per 1000 prompt tokens (--first-token-timeout-per-1k-tokens,
+	// SLOTGATE_FIRST_TOKEN_TIMEOUT_PER_1K_TOKENS, 0).
+	FirstTokenTimeout, FirstTokenTimeoutPer1K time.Duration
 	// EngineMetricsInterval is the engine scrape period
 	// (--engine-metrics-interval, SLOTGATE_ENGINE_METRICS_INTERVAL, 200ms).
 	EngineMetricsInterval time.Duration
@@ -250,6 +264,7 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	if c.AbortGrace > maxAbortGrace {
 		v.Fail("abort-grace", r.AbortGrace, "must be at most "+maxAbortGrace.String())
 	}
+	c.fillFirstToken(r, v)
 	c.AdminTokenFile = r.AdminTokenFile
 	c.fillLoad(r, v)
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")

@@ -33,6 +33,14 @@ type Request struct {
 	// limits per rank it takes that rank's places.
 	Pinned bool
 	Rank   int
+	// Tokens, when set, counts the request's prompt tokens for the
+	// limits that bound tokens (the prefill-token and queue token limits).
+	// It is called only while such a limit is in force, and only after
+	// the Watch, started and settled before the limiter is asked, has
+	// read what it reads (an HTTP request's body): the tokens are then
+	// known at admission. nil counts 0 tokens (gRPC, whose messages
+	// slotgate does not read).
+	Tokens func() int64
 }
 
 // Watch is the protocol's proof of life for a request that has to wait.
@@ -126,18 +134,54 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 	if g.policy == nil {
 		g.obs.Received() // with a policy, once the classifier let it through
 	}
+	var tokens int64
+	read := false // the watch read the request before admission
+	if req.Tokens != nil && g.ranks.CountsTokens() {
+		if d, ok := g.readFirst(ctx, ex, req.Watch); !ok {
+			if g.policy != nil {
+				return d // not received: the classifier never saw it
+			}
+			return g.decided(d, ex)
+		}
+		tokens, read = req.Tokens(), req.Watch != nil
+		req.Watch = nil // settled: the request's context alone tells now
+	}
 	if g.policy == nil && ctx.Err() == nil {
 		// Most requests are admitted or refused at once: they need
 		// neither the wait's context nor the watch.
-		p, err := lim.TryAcquire(limiter.Request{})
+		p, err := lim.TryAcquire(limiter.Request{Tokens: tokens})
 		switch {
 		case err == nil:
-			return g.decided(g.grant(ex, p), ex)
+			return g.decided(g.withRead(g.grant(ex, p), read), ex)
 		case !errors.Is(err, limiter.ErrWouldWait):
-			return g.decided(g.refuseAcquire(ex, err, nil, false), ex)
+			return g.decided(g.withRead(g.refuseAcquire(ex, err, nil, false), read), ex)
 		}
 	}
-	return g.admitWaiting(ctx, lim, ex, req)
+	return g.withRead(g.admitWaiting(ctx, lim, ex, req, tokens), read)
+}
+
+// readFirst runs the request's watch to its end before admission, so
+// that the adapter can count the request's tokens from what it read. A
+// watch that fails refuses the request as a failed watch does while it
+// waits: too large, too slow, a bad request, or a client that left.
+func (g *Gate) readFirst(ctx context.Context, ex *Exchange, w Watch) (Decision, bool) {
+	if w == nil {
+		return Decision{}, true
+	}
+	w.Start(func(error) {}) // Settle returns the reason
+	err := w.Settle(false)
+	if err == nil {
+		return Decision{}, true
+	}
+	d := g.refuseAcquire(ex, context.Canceled, err, ctx.Err() != nil)
+	d.Watched = true
+	return d, false
+}
+
+// withRead marks d as watched when the watch ran before admission.
+func (g *Gate) withRead(d Decision, read bool) Decision {
+	d.Watched = d.Watched || read
+	return d
 }
 
 // decided reports to the Observer the decision for a request that reached
@@ -149,7 +193,7 @@ func (g *Gate) decided(d Decision, ex *Exchange) Decision {
 
 // admitWaiting classifies the request and asks the limiter for a slot,
 // watching the client from the moment the request has to wait.
-func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Exchange, req Request) Decision {
+func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Exchange, req Request, tokens int64) Decision {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	w := newWatcher(req.Watch, cancel)
@@ -166,6 +210,7 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 	if g.policy != nil {
 		g.obs.Received()
 	}
+	lreq.Tokens = tokens
 	var queuedAt time.Time
 	lreq.OnQueued = func() {
 		queuedAt = time.Now()
@@ -225,6 +270,8 @@ func (g *Gate) refuseAcquire(ex *Exchange, err, cause error, clientGone bool) De
 	switch {
 	case errors.Is(err, limiter.ErrQueueFull):
 		return refuse(ex, RejectedCapacity)
+	case errors.Is(err, limiter.ErrQueueTokens):
+		return refuse(ex, RejectedQueueTokens)
 	case errors.Is(err, limiter.ErrQueueExpired):
 		return refuse(ex, RejectedQueueExpired)
 	case errors.Is(err, limiter.ErrQueueTimeout):

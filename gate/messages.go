@@ -12,6 +12,10 @@ const (
 	// past the queue delay (PR #14369); slotgate gives it for every queue
 	// deadline.
 	MessageQueueTimeout = "Server overloaded: request rejected after exceeding the backend admission queue delay"
+	// MessageQueueTokens: refused because the prompt tokens waiting and
+	// the request's own would pass the queue's token limit. It keeps the
+	// prefix frontends match.
+	MessageQueueTokens = "Server overloaded: queued prompt tokens at capacity"
 	// MessageBusy: refused while the worker was busy (--reject-when-busy).
 	MessageBusy = "Server overloaded: worker busy"
 	// MessagePolicy: refused by the admission policy, when its classifier

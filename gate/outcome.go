@@ -34,11 +34,19 @@ const (
 	// RejectedBodyTimeout: the request's body did not arrive in time
 	// (--request-body-timeout); its slot, if it had one, is handed on.
 	RejectedBodyTimeout Outcome = "rejected_body_timeout"
+	// RejectedQueueTokens: the prompt tokens of the waiting requests and
+	// its own would pass the queue's token limit
+	// (--request-queue-token-limit).
+	RejectedQueueTokens Outcome = "rejected_queue_tokens"
 	// CancelledQueued: the client left before its request reached the
 	// engine (almost always while queued).
 	CancelledQueued  Outcome = "cancelled_queued"
 	CancelledRunning Outcome = "cancelled_running"
 	EngineError      Outcome = "engine_error"
+	// FirstTokenTimeout: the engine produced no first token within the
+	// first-token budget (--first-token-timeout), so slotgate aborted the
+	// engine request; retryable.
+	FirstTokenTimeout Outcome = "first_token_timeout"
 	// Passthrough marks engine probe paths, which take no slot. They are
 	// logged but not reported to the Observer.
 	Passthrough Outcome = "passthrough"
@@ -51,8 +59,8 @@ func Outcomes() []string {
 		string(AdmittedDirect), string(AdmittedQueued), string(RejectedCapacity),
 		string(RejectedQueueTimeout), string(RejectedQueueExpired), string(RejectedPolicy), string(RejectedRateLimited), string(RejectedBusy),
 		string(RejectedUnavailable), string(RejectedDraining), string(RejectedTooLarge), string(RejectedBadRequest),
-		string(RejectedBodyTimeout),
-		string(CancelledQueued), string(CancelledRunning), string(EngineError),
+		string(RejectedBodyTimeout), string(RejectedQueueTokens),
+		string(CancelledQueued), string(CancelledRunning), string(EngineError), string(FirstTokenTimeout),
 	}
 }
 

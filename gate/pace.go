@@ -98,3 +98,7 @@ func (g *Gate) RetryAfter() time.Duration {
 	}
 	return retryAfter(g.ranks.Stats().Waiting, g.pace.rate(time.Now()))
 }
+
+// CountsTokens reports whether the limits in force bound tokens, so that
+// an adapter should give Request.Tokens.
+func (g *Gate) CountsTokens() bool { return g.ranks.CountsTokens() }

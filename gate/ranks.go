@@ -23,14 +23,28 @@ type Limiters struct {
 	mu     sync.Mutex // serialises Grow and SetLimits
 	newLim func() (*limiter.Limiter, error)
 	ranked bool // one limiter per rank, rather than one for the engine
+	// tokens says the limits in force bound tokens (a prefill-token or
+	// queue token limit), so that admission needs each request's prompt
+	// tokens; kept beside the limits, read without a lock.
+	tokens atomic.Bool
 }
 
 // EngineLimiter is l, alone, for the whole engine.
 func EngineLimiter(l *limiter.Limiter) *Limiters {
 	s := &Limiters{}
 	s.lims.Store(&[]*limiter.Limiter{l})
+	s.tokens.Store(boundsTokens(l.Limits()))
 	return s
 }
+
+// boundsTokens reports whether lim bounds tokens.
+func boundsTokens(lim limiter.Limits) bool {
+	return lim.PrefillTokenLimit > 0 || lim.QueueTokenLimit > 0
+}
+
+// CountsTokens reports whether the limits in force bound tokens, so that
+// admission needs each request's prompt tokens.
+func (s *Limiters) CountsTokens() bool { return s.tokens.Load() }
 
 // RankLimiters gives each of n ranks (at least 1) its own limiter, made
 // by newLim; Grow makes more with it for ranks the engine reports later.
@@ -48,6 +62,7 @@ func RankLimiters(n int, newLim func() (*limiter.Limiter, error)) (*Limiters, er
 		lims = append(lims, l)
 	}
 	s.lims.Store(&lims)
+	s.tokens.Store(boundsTokens(lims[0].Limits()))
 	return s, nil
 }
 
@@ -130,6 +145,7 @@ func (s *Limiters) SetLimits(f func(limiter.Limits) limiter.Limits) (old, now li
 			return old, old, err
 		}
 	}
+	s.tokens.Store(boundsTokens(now))
 	return old, now, nil
 }
 
@@ -162,9 +178,14 @@ func addStats(a, b limiter.Stats) limiter.Stats {
 	a.Slots += b.Slots
 	a.WaitingLimit += b.WaitingLimit
 	a.QueueLen += b.QueueLen
+	a.PrefillTokenLimit += b.PrefillTokenLimit
+	a.QueueTokenLimit += b.QueueTokenLimit
 	a.Holding += b.Holding
 	a.Prefilling += b.Prefilling
 	a.Waiting += b.Waiting
+	a.PrefillTokens += b.PrefillTokens
+	a.QueuedTokens += b.QueuedTokens
+	a.RejectedTokens += b.RejectedTokens
 	a.AdmittedDirect += b.AdmittedDirect
 	a.AdmittedQueued += b.AdmittedQueued
 	a.RejectedFull += b.RejectedFull
@@ -177,6 +198,8 @@ func addStats(a, b limiter.Stats) limiter.Stats {
 		c.Waiting += d.Waiting
 		c.AdmittedQueued += d.AdmittedQueued
 		c.RejectedFull += d.RejectedFull
+		c.QueuedTokens += d.QueuedTokens
+		c.RejectedTokens += d.RejectedTokens
 		c.TimedOut += d.TimedOut
 		c.CancelledWaiting += d.CancelledWaiting
 		c.DequeuedLIFO += d.DequeuedLIFO

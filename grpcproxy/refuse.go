@@ -34,6 +34,7 @@ type refusal struct {
 // style.md's table; UNAVAILABLE for draining).
 var refusals = map[gate.Outcome]refusal{
 	gate.RejectedCapacity:     {codes.ResourceExhausted, gate.MessageCapacity, "capacity", true, true},
+	gate.RejectedQueueTokens:  {codes.ResourceExhausted, gate.MessageQueueTokens, "queue_tokens", true, true},
 	gate.RejectedQueueTimeout: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true, true},
 	gate.RejectedQueueExpired: {codes.ResourceExhausted, gate.MessageQueueTimeout, "queue_timeout", true, true},
 	gate.RejectedPolicy:       {codes.ResourceExhausted, gate.MessagePolicy, "policy", true, true},

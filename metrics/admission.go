@@ -35,6 +35,7 @@ const (
 	outcomeRejectedCapacity     = "rejected_capacity"
 	outcomeRejectedQueueTimeout = "rejected_queue_timeout"
 	outcomeRejectedQueueExpired = "rejected_queue_expired"
+	outcomeRejectedQueueTokens  = "rejected_queue_tokens"
 )
 
 // admissionGauges are Dynamo 1.7's backend admission gauges, the limits and
@@ -95,6 +96,7 @@ func (g *admissionGauges) collect(ch chan<- prometheus.Metric, s *limiter.Stats)
 type admissionCounters struct {
 	receive, admitDirect, admitQueue prometheus.Counter
 	rejectFull, rejectExpired        prometheus.Counter
+	rejectTokens                     prometheus.Counter
 	cancel                           prometheus.Counter
 
 	collectors []prometheus.Collector
@@ -121,6 +123,7 @@ func newAdmissionCounters() *admissionCounters {
 		admitQueue:    admit.WithLabelValues("queue"),
 		rejectFull:    rejection.WithLabelValues("queue_full"),
 		rejectExpired: rejection.WithLabelValues("request_expired"),
+		rejectTokens:  rejection.WithLabelValues("queue_tokens"),
 		cancel:        cancel,
 		collectors:    []prometheus.Collector{receive, admit, rejection, cancel},
 	}
@@ -132,8 +135,9 @@ func (m *Metrics) Received() { m.admission.receive.Inc() }
 
 // Decided counts how the admission of a request that reached the gate was
 // decided, in exactly one of Dynamo 1.7's counters: an admission (direct
-// or queue), a refusal for capacity (queue_full, or request_expired when it
-// waited past its deadline), or, for any other outcome, a request that
+// or queue), a refusal for capacity (queue_full, request_expired when it
+// waited past its deadline, or queue_tokens, slotgate's, when its tokens
+// would pass the queue's token limit), or, for any other outcome, a request that
 // left the queue otherwise, a cancellation. Once every request received
 // is decided, receive_total is the sum of the other three.
 func (m *Metrics) Decided(outcome string) {
@@ -147,6 +151,8 @@ func (m *Metrics) Decided(outcome string) {
 		a.rejectFull.Inc()
 	case outcomeRejectedQueueTimeout, outcomeRejectedQueueExpired:
 		a.rejectExpired.Inc()
+	case outcomeRejectedQueueTokens:
+		a.rejectTokens.Inc()
 	default:
 		a.cancel.Inc()
 	}

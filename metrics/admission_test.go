@@ -60,6 +60,7 @@ dynamo_backend_admission_engine_wait_limit %[5]v
 # HELP dynamo_backend_admission_rejection_total Requests rejected by the backend admission gate because they could not be admitted and its queue was full
 # TYPE dynamo_backend_admission_rejection_total counter
 dynamo_backend_admission_rejection_total{reason="queue_full"} 0
+dynamo_backend_admission_rejection_total{reason="queue_tokens"} 0
 dynamo_backend_admission_rejection_total{reason="request_expired"} 0
 # HELP dynamo_backend_admission_request_admit_total Requests passed into the engine by the backend admission gate, by whether they waited in its queue
 # TYPE dynamo_backend_admission_request_admit_total counter
@@ -135,9 +136,11 @@ var decidedSeries = map[gate.Outcome]string{
 	gate.RejectedTooLarge:     "cancellation",
 	gate.RejectedBadRequest:   "cancellation",
 	gate.RejectedBodyTimeout:  "cancellation",
+	gate.RejectedQueueTokens:  "rejection{reason=queue_tokens}",
 	gate.CancelledQueued:      "cancellation",
 	gate.CancelledRunning:     "cancellation",
 	gate.EngineError:          "cancellation",
+	gate.FirstTokenTimeout:    "cancellation",
 }
 
 // TestDecidedCountsEachOutcomeOnce: every outcome of gate.Outcomes lands in
@@ -153,8 +156,8 @@ func TestDecidedCountsEachOutcomeOnce(t *testing.T) {
 			m.Received()
 			m.Decided(o)
 			got := admissionCounts(t, reg)
-			if len(got) != 6 || got[series] != 1 {
-				t.Fatalf("after Decided(%q): %v, want six series with %s at 1", o, got, series)
+			if len(got) != 7 || got[series] != 1 {
+				t.Fatalf("after Decided(%q): %v, want seven series with %s at 1", o, got, series)
 			}
 			for key, v := range got {
 				want := 0.0

@@ -67,7 +67,7 @@ type answers struct {
 	// seconds, rendered once.
 	retryValues [][]string
 
-	capacity, queueTimeout, queueExpired, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest, bodyTimeout answer
+	capacity, queueTokens, queueTimeout, queueExpired, busy, policy, unreachable, draining, badGateway, gatewayTimeout, tooLarge, badRequest, bodyTimeout answer
 }
 
 func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
@@ -86,6 +86,7 @@ func newAnswers(overload int, retryAfterSeconds int, maxBody int64) answers {
 		retryValues:    retryValues(),
 		policy:         overloaded(gate.MessagePolicy, "policy"),
 		capacity:       overloaded(gate.MessageCapacity, "capacity"),
+		queueTokens:    overloaded(gate.MessageQueueTokens, "queue_tokens"),
 		queueTimeout:   overloaded(gate.MessageQueueTimeout, "queue_timeout"),
 		queueExpired:   overloaded(gate.MessageQueueTimeout, "queue_timeout"),
 		busy:           overloaded(gate.MessageBusy, "busy"),
@@ -183,6 +184,8 @@ func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 		}
 	case gate.RejectedCapacity:
 		ans = &a.capacity
+	case gate.RejectedQueueTokens:
+		ans = &a.queueTokens
 	case gate.RejectedQueueTimeout:
 		ans = &a.queueTimeout
 	case gate.RejectedQueueExpired:

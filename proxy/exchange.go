@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/load/estimate"
 )
 
 // exchange is one HTTP request's life through the proxy: the gate's
@@ -42,6 +43,12 @@ type exchange struct {
 	bodyDeadline time.Time
 	// watch reads the body of a request that waits (gate.Watch).
 	watch bodyWatch
+	// ftw is the first-token watchdog of a streamed request; it guards
+	// its own fields, which its timer's callback reads.
+	ftw firstTokenWatch
+	// prompt is the body's estimate when it was counted before admission
+	// (promptTokens), so that countPrompt does not count it again.
+	prompt *estimate.Estimate
 }
 
 // smallBody is the largest declared request body taken to have arrived with

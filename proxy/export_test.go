@@ -3,3 +3,6 @@ package proxy
 // BudgetLeft is what is left of the budget for bodies read while their
 // requests wait.
 func (p *Proxy) BudgetLeft() int64 { return p.budget.left.Load() }
+
+// ParseTTFT reads an X-Slo-Ttft-Ms value.
+var ParseTTFT = parseTTFT

@@ -78,20 +78,34 @@ func (ex *exchange) heldBody(req *http.Request) []byte {
 
 // respond is the exchange's ModifyResponse, called once the answer's
 // hop-by-hop headers are gone: it adds the load headers and, for a
-// request whose tokens are counted, counts them as the answer streams.
+// request whose tokens are counted or whose first token is watched,
+// counts them as the answer streams. A watched answer's head waits for
+// its first body bytes (awaitFirstBytes).
 func (ex *exchange) respond(resp *http.Response) error {
 	if ex.p.loadReport != nil {
 		ex.reportLoad(resp)
 	}
 	ex.Responding()
-	if !ex.Counting() {
+	watched, err := ex.ftw.answered(resp)
+	if err == nil && watched {
+		err = ex.awaitFirstBytes(resp)
+	}
+	if err != nil {
+		return err // to engineError
+	}
+	if !ex.Counting() && !watched {
 		return nil
 	}
 	if !countable(resp) {
 		ex.Prefilled()
 		return nil
 	}
-	resp.Body = newTokenBody(resp.Body, ex)
+	tb := newTokenBody(resp.Body, ex)
+	resp.Body = tb
+	if watched {
+		tb.watch = &ex.ftw
+		resp.Body = &cutBody{ReadCloser: tb, ex: ex}
+	}
 	return nil
 }
 
@@ -117,6 +131,13 @@ func (ex *exchange) engineError(_ http.ResponseWriter, r *http.Request, err erro
 	case ex.clientGone():
 		ex.Fail(gate.CancelledRunning)
 		ex.out.status = StatusClientClosedRequest
+		return
+	case ex.ftw.fired():
+		// The watchdog cancelled the engine request before any of its
+		// answer reached the client (see awaitFirstBytes).
+		ex.Fail(gate.FirstTokenTimeout)
+		p.firstToken.answer.write(ex)
+		p.logFirstTokenTimeout(ex)
 		return
 	case errors.As(err, &tooLarge):
 		ex.Fail(gate.RejectedTooLarge)

@@ -45,6 +45,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ex.BeginFlight()
 	p.countPrompt(ex)
+	p.watchFirstToken(ex)
 	p.forward(ex)
 }
 
@@ -52,6 +53,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) admissionRequest(ex *exchange) gate.Request {
 	r := ex.in
 	req := gate.Request{TooLarge: r.ContentLength > p.maxBody, Watch: &ex.watch}
+	if p.gate.CountsTokens() {
+		req.Tokens = ex.promptTokens
+	}
 	req.Rank, req.Pinned = rankOf(r.Header)
 	pol := p.gate.Policy()
 	if pol == nil {
@@ -102,7 +106,9 @@ func (ex *exchange) prepareBody() error {
 // http.ErrAbortHandler when a stream breaks after its headers were sent),
 // ends the exchange at the gate (flight, slot, lifecycle, report) and
 // writes its access-log line, then re-panics so that net/http aborts the
-// connection as it should.
+// connection as it should. A request the first-token watchdog aborted
+// gives its slot back as one whose client left: after the abort grace,
+// the time the engine takes to see the abort.
 func (p *Proxy) finish(ex *exchange) {
 	v := recover()
 	gone := ex.clientGone()
@@ -117,7 +123,8 @@ func (p *Proxy) finish(ex *exchange) {
 		ex.out.status = StatusClientClosedRequest
 	}
 	end := time.Now()
-	p.gate.Finish(&ex.Exchange, gone)
+	ex.ftw.end()
+	p.gate.Finish(&ex.Exchange, gone || ex.ftw.fired())
 	p.budget.give(ex.watch.held)
 	p.logAccess(ex, end)
 	if v != nil {

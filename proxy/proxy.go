@@ -52,6 +52,9 @@ type Options struct {
 	// handed on. 0 means no limit. It needs a server whose
 	// ResponseWriter supports read deadlines (net/http's do).
 	RequestBodyTimeout time.Duration
+	// FirstToken is the first-token watchdog of streamed requests; its
+	// zero value is off.
+	FirstToken FirstToken
 	// PassthroughPaths are forwarded without a slot: the engine's probes.
 	PassthroughPaths []string
 	// LoadReport, when set, puts the load report on proxied answers
@@ -74,6 +77,7 @@ type Proxy struct {
 	maxBody     int64
 	budget      *bodyBudget
 	bodyTimeout time.Duration
+	firstToken  firstTokenGuard
 	loadReport  *loadReport
 	access      *zap.Logger
 	log         *zap.Logger
@@ -128,6 +132,10 @@ func (o *Options) validate() error {
 	if o.RetryAfter < 0 || o.MaxRequestBodyBytes < 0 || o.RequestBodyTimeout < 0 {
 		errs = append(errs, errors.New("retry-after, the body limit and the body timeout must not be negative"))
 	}
+	if o.FirstToken.Timeout < 0 || o.FirstToken.Per1KTokens < 0 {
+		errs = append(errs, fmt.Errorf("the first-token timeout and its growth per 1000 tokens must not be negative, got %s and %s",
+			o.FirstToken.Timeout, o.FirstToken.Per1KTokens))
+	}
 	return errors.Join(errs...)
 }
 
@@ -150,6 +158,7 @@ func (p *Proxy) setDefaults(opts Options) error {
 		status = 529
 	}
 	p.answers = newAnswers(status, int(opts.RetryAfter/time.Second), p.maxBody)
+	p.firstToken = newFirstTokenGuard(opts.FirstToken, &p.answers)
 	if p.client != nil || p.transport != nil {
 		return nil
 	}

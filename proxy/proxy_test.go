@@ -1128,9 +1128,10 @@ func TestOutcomesListsEveryReportedOutcome(t *testing.T) {
 	for _, o := range []gate.Outcome{
 		gate.AdmittedDirect, gate.AdmittedQueued, gate.RejectedCapacity, gate.RejectedQueueTimeout,
 		gate.RejectedQueueExpired, gate.RejectedPolicy, gate.RejectedRateLimited, gate.RejectedBusy, gate.RejectedUnavailable, gate.RejectedDraining,
-		gate.RejectedTooLarge, gate.RejectedBadRequest, gate.RejectedBodyTimeout,
+		gate.RejectedTooLarge, gate.RejectedBadRequest, gate.RejectedBodyTimeout, gate.RejectedQueueTokens,
 		gate.CancelledQueued,
 		gate.CancelledRunning, gate.EngineError,
+		gate.FirstTokenTimeout,
 	} {
 		want[string(o)] = true
 	}

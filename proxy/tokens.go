@@ -35,14 +35,18 @@ func rankOf(h http.Header) (int, bool) {
 // at once when its body is in memory (left as it is, so the engine client
 // still sends it with the headers), or as the body passes to the engine.
 func (p *Proxy) countPrompt(ex *exchange) {
-	if !ex.Counting() {
+	if !ex.Counting() && !p.firstToken.cfg.on() {
+		return
+	}
+	if ex.body != nil && ex.prompt != nil {
+		ex.promptEstimated(*ex.prompt) // counted before admission
 		return
 	}
 	if ex.body != nil {
 		c := estimate.NewPromptCounter(p.maxBody)
 		_, _ = c.Write(ex.body) // never fails
 		_ = c.Close()
-		ex.SetPrompt(c.Estimate().PromptTokens)
+		ex.promptEstimated(c.Estimate())
 		return
 	}
 	r := ex.r
@@ -51,7 +55,7 @@ func (p *Proxy) countPrompt(ex *exchange) {
 	}
 	out := new(http.Request)
 	*out = *r
-	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), ex: &ex.Exchange}
+	out.Body = &promptBody{PromptReader: estimate.NewPromptReader(r.Body, p.maxBody), ex: ex}
 	if r.GetBody != nil {
 		// A retry on a stale keep-alive connection resends the body: it
 		// is estimated again, so the prompt is known whichever send wins.
@@ -60,10 +64,19 @@ func (p *Proxy) countPrompt(ex *exchange) {
 			if err != nil {
 				return nil, err
 			}
-			return &promptBody{PromptReader: estimate.NewPromptReader(b, p.maxBody), ex: &ex.Exchange}, nil
+			return &promptBody{PromptReader: estimate.NewPromptReader(b, p.maxBody), ex: ex}, nil
 		}
 	}
 	ex.r = out
+}
+
+// promptEstimated gives the request body's estimate to the gate and the
+// first-token watchdog. It may run on the goroutine sending the body.
+func (ex *exchange) promptEstimated(est estimate.Estimate) {
+	ex.SetPrompt(est.PromptTokens)
+	if ex.p.firstToken.cfg.on() {
+		ex.ftw.known(est.PromptTokens, est.Stream)
+	}
 }
 
 // promptBody passes the request body through unchanged and, when it
@@ -71,7 +84,7 @@ func (p *Proxy) countPrompt(ex *exchange) {
 // may run on different goroutines (net/http's transport does so).
 type promptBody struct {
 	*estimate.PromptReader
-	ex   *gate.Exchange
+	ex   *exchange
 	done atomic.Bool
 }
 
@@ -92,7 +105,7 @@ func (b *promptBody) Close() error {
 func (b *promptBody) report() {
 	est, ended := b.Estimate()
 	if ended && b.done.CompareAndSwap(false, true) {
-		b.ex.SetPrompt(est.PromptTokens)
+		b.ex.promptEstimated(est)
 	}
 }
 
@@ -117,7 +130,8 @@ type tokenBody struct {
 	io.ReadCloser
 	counter   *estimate.StreamCounter
 	ex        *gate.Exchange
-	gone      func() bool // the client left
+	gone      func() bool      // the client left
+	watch     *firstTokenWatch // the first-token watchdog; nil: not watched
 	generated int
 	first     bool
 }
@@ -138,11 +152,11 @@ func (b *tokenBody) Read(p []byte) (int, error) {
 	if err != nil {
 		_ = b.counter.Close()
 		b.update()
-		if !b.gone() {
+		if !b.gone() && (b.watch == nil || !b.watch.fired()) {
 			// The answer ended: its prefill has too. A read cut short by
-			// a departed client is not an end the engine has seen yet:
-			// Finish frees the waiting place with the slot, after the
-			// abort grace.
+			// a departed client, or by the first-token watchdog, is not
+			// an end the engine has seen yet: Finish frees the waiting
+			// place with the slot, after the abort grace.
 			b.ex.Prefilled()
 		}
 	}
@@ -154,6 +168,9 @@ func (b *tokenBody) update() {
 	c := b.counter.Counts()
 	if c.FirstToken && !b.first {
 		b.first = true
+		if b.watch != nil {
+			b.watch.tokenArrived()
+		}
 		b.ex.Prefilled()
 	}
 	if c.Generated != b.generated {

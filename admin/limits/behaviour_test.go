@@ -29,7 +29,7 @@ func TestRaiseAdmitsLowerKeeps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		admitted := acquireAsync(ctx, l)
+		admitted := acquireAsync(ctx, l, limiter.Request{})
 		synctest.Wait()
 		checkStats(t, "before the change", l, 1, 1)
 
@@ -50,7 +50,7 @@ func TestRaiseAdmitsLowerKeeps(t *testing.T) {
 
 		// A newcomer queues, and the first release only drains the
 		// excess: the newcomer waits until the holders are under N.
-		next := acquireAsync(ctx, l)
+		next := acquireAsync(ctx, l, limiter.Request{})
 		synctest.Wait()
 		checkStats(t, "with a newcomer", l, 2, 1)
 		holder.Release()
@@ -81,9 +81,9 @@ func TestLowerQueueKeepsWaiters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := acquireAsync(ctx, l)
+		a := acquireAsync(ctx, l, limiter.Request{})
 		synctest.Wait() // a queues first
-		b := acquireAsync(ctx, l)
+		b := acquireAsync(ctx, l, limiter.Request{})
 		synctest.Wait()
 		mustPost(t, h, `{"request_queue_limit":0}`)
 		synctest.Wait()
@@ -102,16 +102,110 @@ func TestLowerQueueKeepsWaiters(t *testing.T) {
 	})
 }
 
+// TestRaisePrefillTokensAdmits checks P through the API: raising it admits
+// a waiter its budget held back, at once, and lowering it takes back no
+// admitted request's tokens; the next one waits until prefill drains.
+func TestRaisePrefillTokensAdmits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limiter.New(limiter.Options{Slots: 4, QueueLen: 4, PrefillTokenLimit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := limits.NewHandler(limits.Options{Limits: gate.EngineLimiter(l)})
+		// Cancelled on the way out, so that a failed check does not
+		// leave a waiter blocked in the bubble.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		holder, err := l.AcquireRequest(ctx, limiter.Request{Tokens: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted := acquireAsync(ctx, l, limiter.Request{Tokens: 50})
+		synctest.Wait()
+		checkStats(t, "with 80 of P=100 in prefill", l, 1, 1)
+
+		mustPost(t, h, `{"engine_prefill_token_limit":200}`)
+		checkStats(t, "after raising P to 200", l, 2, 0)
+		waiter := <-admitted
+		if waiter.err != nil {
+			t.Fatalf("the waiter got %v, want a permit", waiter.err)
+		}
+
+		mustPost(t, h, `{"engine_prefill_token_limit":100}`)
+		if got := l.Stats().PrefillTokens; got != 130 {
+			t.Errorf("prefill tokens after lowering P to 100 = %d, want 130: none taken back", got)
+		}
+		next := acquireAsync(ctx, l, limiter.Request{Tokens: 10})
+		synctest.Wait()
+		checkStats(t, "with 130 tokens in prefill over P=100", l, 2, 1)
+		holder.FirstToken() // 50 left in prefill: 10 more fit
+		synctest.Wait()
+		checkStats(t, "after the first request's first token", l, 3, 0)
+		last := <-next
+		if last.err != nil {
+			t.Fatalf("the newcomer got %v, want a permit", last.err)
+		}
+		for _, p := range []*limiter.Permit{holder, waiter.p, last.p} {
+			p.Release()
+		}
+	})
+}
+
+// TestQueueTokensThroughTheAPI checks the queue's token limit through the
+// API: lowering it below the tokens queued keeps the waiters and refuses
+// newcomers with ErrQueueTokens; unsetting it lets them queue.
+func TestQueueTokensThroughTheAPI(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limiter.New(limiter.Options{Slots: 1, QueueLen: 4, QueueTokenLimit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := limits.NewHandler(limits.Options{Limits: gate.EngineLimiter(l)})
+		// Cancelled on the way out, so that a failed check does not
+		// leave a waiter blocked in the bubble.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		holder, err := l.AcquireRequest(ctx, limiter.Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := acquireAsync(ctx, l, limiter.Request{Tokens: 60})
+		synctest.Wait()
+		mustPost(t, h, `{"request_queue_token_limit":50}`)
+		checkStats(t, "after lowering the queue's tokens to 50", l, 1, 1)
+		if _, err := l.TryAcquire(limiter.Request{Tokens: 10}); !errors.Is(err, limiter.ErrQueueTokens) {
+			t.Fatalf("a newcomer got %v, want ErrQueueTokens", err)
+		}
+
+		mustPost(t, h, `{"request_queue_token_limit":null}`)
+		if _, err := l.TryAcquire(limiter.Request{Tokens: 10}); !errors.Is(err, limiter.ErrWouldWait) {
+			t.Fatalf("after unsetting the limit, a newcomer got %v, want ErrWouldWait", err)
+		}
+		second := acquireAsync(ctx, l, limiter.Request{Tokens: 10})
+		synctest.Wait()
+		checkStats(t, "after unsetting the queue's token limit", l, 1, 2)
+		holder.Release()
+		a := <-first
+		a.p.Release()
+		b := <-second
+		b.p.Release()
+		if a.err != nil || b.err != nil {
+			t.Errorf("the waiters got %v and %v, want permits", a.err, b.err)
+		}
+	})
+}
+
 type acquired struct {
 	p   *limiter.Permit
 	err error
 }
 
-// acquireAsync asks l for a slot in a goroutine and sends the outcome.
-func acquireAsync(ctx context.Context, l *limiter.Limiter) <-chan acquired {
+// acquireAsync asks l for a slot for req in a goroutine and sends the
+// outcome.
+func acquireAsync(ctx context.Context, l *limiter.Limiter, req limiter.Request) <-chan acquired {
 	ch := make(chan acquired, 1)
 	go func() {
-		p, err := l.AcquireRequest(ctx, limiter.Request{})
+		p, err := l.AcquireRequest(ctx, req)
 		ch <- acquired{p, err}
 	}()
 	return ch
@@ -135,7 +229,7 @@ func mustPost(t *testing.T, h http.Handler, body string) {
 // rank's, and a change reaches every rank.
 func TestPerRank(t *testing.T) {
 	g, err := gate.RankLimiters(3, func() (*limiter.Limiter, error) {
-		return limiter.New(limiter.Options{Slots: 2, QueueLen: 4})
+		return limiter.New(limiter.Options{Slots: 2, QueueLen: 4, PrefillTokenLimit: 1000})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,18 +237,19 @@ func TestPerRank(t *testing.T) {
 	rec := &recorder{t: t}
 	h := limits.NewHandler(rec.options(g))
 	w := serve(t, h, get())
-	jsonEqual(t, w.Body.String(),
-		`{"engine_request_limit":2,"engine_request_waiting_limit":null,"request_queue_limit":4,"per_rank":true,"gate":"on"}`)
+	jsonEqual(t, w.Body.String(), `{"engine_request_limit":2,"engine_request_waiting_limit":null,"request_queue_limit":4,`+
+		`"engine_prefill_token_limit":1000,"request_queue_token_limit":null,"per_rank":true,"gate":"on"}`)
 
-	w = serve(t, h, post(`{"engine_request_waiting_limit":1}`))
+	w = serve(t, h, post(`{"engine_request_waiting_limit":1,"request_queue_token_limit":4000}`))
 	if w.Code != http.StatusOK {
 		t.Fatalf("status = %d, want 200; body %s", w.Code, w.Body)
 	}
-	jsonEqual(t, w.Body.String(),
-		`{"engine_request_limit":2,"engine_request_waiting_limit":1,"request_queue_limit":4,"per_rank":true,"gate":"on"}`)
+	jsonEqual(t, w.Body.String(), `{"engine_request_limit":2,"engine_request_waiting_limit":1,"request_queue_limit":4,`+
+		`"engine_prefill_token_limit":1000,"request_queue_token_limit":4000,"per_rank":true,"gate":"on"}`)
 	for i, s := range g.RankStats() {
-		if s.Slots != 2 || s.WaitingLimit != 1 || s.QueueLen != 4 {
-			t.Errorf("rank %d: N=%d W=%d Q=%d, want 2, 1, 4", i, s.Slots, s.WaitingLimit, s.QueueLen)
+		if s.Slots != 2 || s.WaitingLimit != 1 || s.QueueLen != 4 || s.PrefillTokenLimit != 1000 || s.QueueTokenLimit != 4000 {
+			t.Errorf("rank %d: N=%d W=%d Q=%d P=%d T=%d, want 2, 1, 4, 1000, 4000",
+				i, s.Slots, s.WaitingLimit, s.QueueLen, s.PrefillTokenLimit, s.QueueTokenLimit)
 		}
 	}
 	if len(rec.logs) != 1 || rec.logs[0].kv["per_rank"] != true {
@@ -176,7 +271,11 @@ func TestConcurrentPartialUpdates(t *testing.T) {
 	}})
 	const rounds = 50
 	var posters sync.WaitGroup
-	for _, key := range []string{"engine_request_limit", "engine_request_waiting_limit", "request_queue_limit"} {
+	keys := []string{
+		"engine_request_limit", "engine_request_waiting_limit", "request_queue_limit",
+		"engine_prefill_token_limit", "request_queue_token_limit",
+	}
+	for _, key := range keys {
 		posters.Go(func() {
 			for i := 1; i <= rounds; i++ {
 				w := serve(t, h, post(`{"`+key+`":`+strconv.Itoa(i+1)+`}`))
@@ -187,12 +286,15 @@ func TestConcurrentPartialUpdates(t *testing.T) {
 		})
 	}
 	posters.Wait()
-	want := limiter.Limits{Slots: rounds + 1, WaitingLimit: rounds + 1, QueueLen: rounds + 1}
+	want := limiter.Limits{
+		Slots: rounds + 1, WaitingLimit: rounds + 1, QueueLen: rounds + 1,
+		PrefillTokenLimit: rounds + 1, QueueTokenLimit: rounds + 1,
+	}
 	if got := g.Limits(); got != want {
 		t.Errorf("limits = %+v, want %+v: a partial update undid another", got, want)
 	}
-	if changed != 3*rounds {
-		t.Errorf("Changed called %d times, want %d", changed, 3*rounds)
+	if changed != len(keys)*rounds {
+		t.Errorf("Changed called %d times, want %d", changed, len(keys)*rounds)
 	}
 }
 

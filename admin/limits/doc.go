@@ -1,18 +1,24 @@
 // Package limits serves GET and POST /limits on the admin port: the
-// admission gate's three limits, read and changed at run time without a
+// admission gate's five limits, read and changed at run time without a
 // restart, as HAProxy's stats socket and Envoy's runtime allow for their
-// caps. The limits are Dynamo's: engine_request_limit (N, admitted
-// requests), engine_request_waiting_limit (W, admitted requests before
-// their first token) and request_queue_limit (Q, queue places).
+// caps. Three are Dynamo's: engine_request_limit (N, admitted requests),
+// engine_request_waiting_limit (W, admitted requests before their first
+// token) and request_queue_limit (Q, queue places). Two bound prompt
+// tokens, under the names of slotgate's flags:
+// engine_prefill_token_limit (P, the tokens of the admitted requests
+// before their first token) and request_queue_token_limit (the tokens of
+// the queued requests).
 //
 // # Invariants
 //
 // Each is checked by the tests.
 //
 //   - The limits in force are always valid: N and W are each unset or at
-//     least 1, at least one of them is set, and Q is at least 0. A POST
-//     never unsets both engine limits, and never sets a limit on a gate
-//     that is off (a pass-through, started with neither engine limit).
+//     least 1, at least one of them is set, and Q is at least 0; each token
+//     limit is unset (0, shown as null) or from 1 to 2^62, the bound of
+//     its flag. A POST never unsets both engine limits, and never sets a
+//     limit, a token limit included, on a gate that is off (a
+//     pass-through, started with neither engine limit).
 //   - A POST is all or nothing: its keys are merged into the limits in
 //     force inside one Gate.SetLimits call, so a concurrent change is
 //     never lost, and a refused request changes nothing, logs nothing and

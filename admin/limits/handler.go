@@ -10,7 +10,7 @@ import (
 // Path is where the admin port serves the API; mount the handler there.
 const Path = "/limits"
 
-// MaxBodyBytes bounds a POST body: the API takes three numbers, and an
+// MaxBodyBytes bounds a POST body: the API takes five numbers, and an
 // admin port is no reason to buffer whatever a client sends. A larger body
 // is refused with 413 before it is parsed.
 const MaxBodyBytes = 64 << 10
@@ -48,7 +48,7 @@ type Options struct {
 	// concurrent POSTs may call it at once, so it must be safe for that,
 	// and it should not block.
 	Changed func()
-	// Logf logs each change, with the old and new values of all three
+	// Logf logs each change, with the old and new values of all five
 	// limits; nil logs nothing. Its kv are alternating keys and values, as
 	// zap's SugaredLogger.Infow takes them.
 	Logf func(msg string, kv ...any)
@@ -61,6 +61,8 @@ type limitsJSON struct {
 	EngineRequestLimit        *int   `json:"engine_request_limit"`
 	EngineRequestWaitingLimit *int   `json:"engine_request_waiting_limit"`
 	RequestQueueLimit         *int   `json:"request_queue_limit"`
+	EnginePrefillTokenLimit   *int64 `json:"engine_prefill_token_limit"`
+	RequestQueueTokenLimit    *int64 `json:"request_queue_token_limit"`
 	PerRank                   bool   `json:"per_rank"`
 	Gate                      string `json:"gate"`
 }
@@ -76,24 +78,29 @@ type handler struct {
 //
 //   - GET (and HEAD) answers 200 {"engine_request_limit": N,
 //     "engine_request_waiting_limit": W, "request_queue_limit": Q,
-//     "per_rank": bool, "gate": "on"}, an unset N or W as null. With
-//     per-rank limits the values are each rank's. When the gate is off (a
-//     pass-through: neither engine limit was set at start) it answers 200
-//     with all three limits null, "per_rank": false and "gate": "off".
-//   - POST takes a JSON object with any of the three limit keys and applies
+//     "engine_prefill_token_limit": P, "request_queue_token_limit": T,
+//     "per_rank": bool, "gate": "on"}, an unset N, W, P or T as null. P
+//     bounds the prompt tokens of the admitted requests before their first
+//     token, T those of the queued requests. With per-rank limits the
+//     values are each rank's. When the gate is off (a pass-through:
+//     neither engine limit was set at start) it answers 200 with all five
+//     limits null, "per_rank": false and "gate": "off".
+//   - POST takes a JSON object with any of the five limit keys and applies
 //     only those given, merged into the limits in force in one step, then
 //     answers 200 with the new limits in the GET shape. An empty object is
 //     a read, whether the gate is on or off. N and W take an integer of at
 //     least 1, or null to unset that limit, which is allowed only while the
 //     other engine limit stays set; Q takes an integer of at least 0 and
-//     cannot be null. Every limit is at most MaxLimit. Numbers must be
-//     written as integers: 2.0 and 2e0 are refused, as Dynamo's usize
-//     fields refuse them.
+//     cannot be null; N, W and Q are at most MaxLimit. P and T take an
+//     integer from 0 to MaxTokenLimit (2^62, the flags' bound), or null: 0
+//     and null both unset the limit, as 0 does for the flags, and a GET
+//     shows it as null. Numbers must be written as integers: 2.0 and 2e0
+//     are refused, as Dynamo's usize fields refuse them.
 //   - A body that is not a JSON object of these keys answers 422: invalid
 //     JSON, a key of another name (keys are case-sensitive), a value that
-//     is not a number (or null for N and W). A number out of its field's
-//     range, a null Q, or a change that would leave neither engine limit
-//     set answers 400, naming every such field and value.
+//     is not a number (or null, for all but Q). A number out of its
+//     field's range, a null Q, or a change that would leave neither engine
+//     limit set answers 400, naming every such field and value.
 //   - A well-formed change while the gate is off answers 409: a gate off
 //     has no limiter to change, and limits must be set at start. The body
 //     is checked first, so a bad body is a 422 or 400 even then.
@@ -104,17 +111,19 @@ type handler struct {
 //
 // A change takes effect at once. Raising a limit admits waiters at once,
 // in the order a release would. Lowering one never takes back a held
-// place: requests admitted above a lowered N or W finish normally, and
-// the excess drains as they do, their places not handed on until the
-// count is under the new limit; waiters beyond a lowered Q stay queued
-// while new arrivals are refused. With per-rank limits, the change applies
-// to every rank alike.
+// place: requests admitted above a lowered N, W or P finish normally, and
+// the excess drains as they do (for P, as they reach their first token),
+// their places not handed on until the count is under the new limit;
+// waiters beyond a lowered Q or queue token limit stay queued while new
+// arrivals are refused. With per-rank limits, the change applies to every
+// rank alike.
 //
 // Each change that alters a value is logged through Logf as "admission
 // limits changed" with old_ and new_ engine_request_limit,
-// engine_request_waiting_limit and request_queue_limit (an int, or nil
-// when unset) and per_rank, then reported through Changed. NewHandler
-// panics when opts.Limits is nil.
+// engine_request_waiting_limit and request_queue_limit (an int, nil for an
+// unset N or W), engine_prefill_token_limit and request_queue_token_limit
+// (an int64, or nil when unset), and per_rank, then reported through
+// Changed. NewHandler panics when opts.Limits is nil.
 func NewHandler(opts Options) http.Handler {
 	if opts.Limits == nil {
 		panic("limits: NewHandler with nil Options.Limits")
@@ -192,19 +201,29 @@ func (h *handler) apply(w http.ResponseWriter, p patch) {
 		return
 	}
 	if old != now {
-		h.logf("admission limits changed",
-			"old_"+fieldSlots, logValue(old.Slots), "new_"+fieldSlots, logValue(now.Slots),
-			"old_"+fieldWaiting, logValue(old.WaitingLimit), "new_"+fieldWaiting, logValue(now.WaitingLimit),
-			"old_"+fieldQueue, old.QueueLen, "new_"+fieldQueue, now.QueueLen,
-			"per_rank", h.gate.PerRank())
+		h.logChange(old, now)
 		h.changed()
 	}
 	jsonapi.WriteJSON(w, http.StatusOK, h.object(now))
 }
 
-// isOff reports the limits of a gate that is off: a gate that is on has N
-// or W set.
-func isOff(l limiter.Limits) bool { return l == limiter.Limits{} }
+// logChange logs a change from old to now, each limit old and new.
+func (h *handler) logChange(old, now limiter.Limits) {
+	h.logf("admission limits changed",
+		"old_"+fieldSlots, logValue(old.Slots), "new_"+fieldSlots, logValue(now.Slots),
+		"old_"+fieldWaiting, logValue(old.WaitingLimit), "new_"+fieldWaiting, logValue(now.WaitingLimit),
+		"old_"+fieldQueue, old.QueueLen, "new_"+fieldQueue, now.QueueLen,
+		"old_"+fieldPrefillTokens, logValue(old.PrefillTokenLimit), "new_"+fieldPrefillTokens, logValue(now.PrefillTokenLimit),
+		"old_"+fieldQueueTokens, logValue(old.QueueTokenLimit), "new_"+fieldQueueTokens, logValue(now.QueueTokenLimit),
+		"per_rank", h.gate.PerRank())
+}
+
+// isOff reports the limits of a gate that is off: neither N nor W set. A
+// gate that is on always has one of them (the limiter refuses limits
+// without), and one that is off has every limit zero; only N and W are
+// looked at, so that the test does not lean on the other fields, token
+// limits included, being zero.
+func isOff(l limiter.Limits) bool { return l.Slots == 0 && l.WaitingLimit == 0 }
 
 func (h *handler) object(l limiter.Limits) limitsJSON {
 	if isOff(l) {
@@ -215,21 +234,23 @@ func (h *handler) object(l limiter.Limits) limitsJSON {
 		EngineRequestLimit:        optional(l.Slots),
 		EngineRequestWaitingLimit: optional(l.WaitingLimit),
 		RequestQueueLimit:         &q,
+		EnginePrefillTokenLimit:   optional(l.PrefillTokenLimit),
+		RequestQueueTokenLimit:    optional(l.QueueTokenLimit),
 		PerRank:                   h.gate.PerRank(),
 		Gate:                      "on",
 	}
 }
 
-// optional is an engine limit as JSON: nil (null) when unset.
-func optional(n int) *int {
+// optional is an engine or token limit as JSON: nil (null) when unset.
+func optional[T int | int64](n T) *T {
 	if n == 0 {
 		return nil
 	}
 	return &n
 }
 
-// logValue is an engine limit as logged: nil when unset.
-func logValue(n int) any {
+// logValue is an engine or token limit as logged: nil when unset.
+func logValue[T int | int64](n T) any {
 	if n == 0 {
 		return nil
 	}

@@ -12,22 +12,57 @@ import (
 	"testing"
 
 	"github.com/slotgate/slotgate/admin/limits"
+	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/limiter"
 )
 
 const (
-	offJSON = `{"engine_request_limit":null,"engine_request_waiting_limit":null,"request_queue_limit":null,"per_rank":false,"gate":"off"}`
-	maxStr  = "9223372036854775806" // limits.MaxLimit on 64-bit platforms
+	offJSON = `{"engine_request_limit":null,"engine_request_waiting_limit":null,"request_queue_limit":null,` +
+		`"engine_prefill_token_limit":null,"request_queue_token_limit":null,"per_rank":false,"gate":"off"}`
+	maxStr      = "9223372036854775806" // limits.MaxLimit on 64-bit platforms
+	maxTokenStr = "4611686018427387904" // limits.MaxTokenLimit, 2^62
 )
 
 // preset is N=4, W unset, Q=8.
 var preset = limiter.Limits{Slots: 4, QueueLen: 8}
 
-const presetJSON = `{"engine_request_limit":4,"engine_request_waiting_limit":null,"request_queue_limit":8,"per_rank":false,"gate":"on"}`
+const presetJSON = `{"engine_request_limit":4,"engine_request_waiting_limit":null,"request_queue_limit":8,` +
+	`"engine_prefill_token_limit":null,"request_queue_token_limit":null,"per_rank":false,"gate":"on"}`
+
+// tokens is N=4, Q=8, P=1000 and a queue token limit of 5000.
+var tokens = limiter.Limits{Slots: 4, QueueLen: 8, PrefillTokenLimit: 1000, QueueTokenLimit: 5000}
+
+const tokensJSON = `{"engine_request_limit":4,"engine_request_waiting_limit":null,"request_queue_limit":8,` +
+	`"engine_prefill_token_limit":1000,"request_queue_token_limit":5000,"per_rank":false,"gate":"on"}`
 
 func TestMaxLimit(t *testing.T) {
 	if strconv.IntSize == 64 && strconv.Itoa(limits.MaxLimit) != maxStr {
 		t.Fatalf("MaxLimit = %d, want %s", limits.MaxLimit, maxStr)
+	}
+	if got := strconv.FormatInt(limits.MaxTokenLimit, 10); got != maxTokenStr {
+		t.Fatalf("MaxTokenLimit = %s, want %s", got, maxTokenStr)
+	}
+}
+
+// TestMaxTokenLimitIsTheFlags checks that the API takes exactly the token
+// limits the flags take at start: MaxTokenLimit, and not one more.
+func TestMaxTokenLimitIsTheFlags(t *testing.T) {
+	for _, flag := range []string{"engine-prefill-token-limit", "request-queue-token-limit"} {
+		t.Run(flag, func(t *testing.T) {
+			load := func(n int64) (config.Config, error) {
+				return config.Load([]string{"--engine-request-limit=1", "--" + flag + "=" + strconv.FormatInt(n, 10)}, nil)
+			}
+			c, err := load(limits.MaxTokenLimit)
+			if err != nil {
+				t.Fatalf("--%s=MaxTokenLimit: %v", flag, err)
+			}
+			if got := max(c.EnginePrefillTokenLimit, c.RequestQueueTokenLimit); got != limits.MaxTokenLimit {
+				t.Errorf("--%s=MaxTokenLimit read as %d", flag, got)
+			}
+			if _, err := load(limits.MaxTokenLimit + 1); err == nil {
+				t.Errorf("--%s=MaxTokenLimit+1 accepted; the API refuses it", flag)
+			}
+		})
 	}
 }
 
@@ -42,12 +77,22 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "GET, N only", initial: preset, req: get(), wantBody: presetJSON},
 		{name: "GET, W only", initial: limiter.Limits{WaitingLimit: 3}, req: get(),
-			wantBody: `{"engine_request_limit":null,"engine_request_waiting_limit":3,"request_queue_limit":0,"per_rank":false,"gate":"on"}`},
-		{name: "GET, all three", initial: limiter.Limits{Slots: 5, WaitingLimit: 2, QueueLen: 1}, req: get(),
-			wantBody: `{"engine_request_limit":5,"engine_request_waiting_limit":2,"request_queue_limit":1,"per_rank":false,"gate":"on"}`},
+			wantBody: `{"engine_request_limit":null,"engine_request_waiting_limit":3,"request_queue_limit":0,` +
+				`"engine_prefill_token_limit":null,"request_queue_token_limit":null,"per_rank":false,"gate":"on"}`},
+		{name: "GET, N, W and Q", initial: limiter.Limits{Slots: 5, WaitingLimit: 2, QueueLen: 1}, req: get(),
+			wantBody: `{"engine_request_limit":5,"engine_request_waiting_limit":2,"request_queue_limit":1,` +
+				`"engine_prefill_token_limit":null,"request_queue_token_limit":null,"per_rank":false,"gate":"on"}`},
+		{name: "GET, token limits", initial: tokens, req: get(), wantBody: tokensJSON},
+		{name: "GET, P only", initial: limiter.Limits{WaitingLimit: 2, PrefillTokenLimit: 8192}, req: get(),
+			wantBody: `{"engine_request_limit":null,"engine_request_waiting_limit":2,"request_queue_limit":0,` +
+				`"engine_prefill_token_limit":8192,"request_queue_token_limit":null,"per_rank":false,"gate":"on"}`},
+		{name: "GET, queue tokens only, at the bound", initial: limiter.Limits{Slots: 1, QueueTokenLimit: limits.MaxTokenLimit},
+			req: get(), wantBody: `{"engine_request_limit":1,"engine_request_waiting_limit":null,"request_queue_limit":0,` +
+				`"engine_prefill_token_limit":null,"request_queue_token_limit":` + maxTokenStr + `,"per_rank":false,"gate":"on"}`},
 		{name: "GET, gate off", initial: off, req: get(), wantBody: offJSON},
 		{name: "HEAD is GET", initial: preset, req: httptest.NewRequest(http.MethodHead, limits.Path, nil), wantBody: presetJSON},
 		{name: "POST {} reads", initial: preset, req: post(`{}`), wantBody: presetJSON},
+		{name: "POST {} reads the token limits", initial: tokens, req: post(`{}`), wantBody: tokensJSON},
 		{name: "POST {} reads with the gate off", initial: off, req: post(" { } "), wantBody: offJSON},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +142,32 @@ func TestUpdate(t *testing.T) {
 		{name: "-0 is 0", initial: preset, body: `{"request_queue_limit":-0}`, want: limiter.Limits{Slots: 4}},
 		{name: "whitespace anywhere", initial: preset, body: " {\n\t\"engine_request_limit\" :\t7 } \n",
 			want: limiter.Limits{Slots: 7, QueueLen: 8}},
+
+		{name: "P", initial: preset, body: `{"engine_prefill_token_limit":16384}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, PrefillTokenLimit: 16384}},
+		{name: "queue tokens", initial: preset, body: `{"request_queue_token_limit":65536}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, QueueTokenLimit: 65536}},
+		{name: "both token limits", initial: preset, body: `{"engine_prefill_token_limit":1,"request_queue_token_limit":1}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, PrefillTokenLimit: 1, QueueTokenLimit: 1}},
+		{name: "a token limit keeps the others", initial: tokens, body: `{"engine_prefill_token_limit":2000}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, PrefillTokenLimit: 2000, QueueTokenLimit: 5000}},
+		{name: "N keeps the token limits", initial: tokens, body: `{"engine_request_limit":6}`,
+			want: limiter.Limits{Slots: 6, QueueLen: 8, PrefillTokenLimit: 1000, QueueTokenLimit: 5000}},
+		{name: "null P unsets it", initial: tokens, body: `{"engine_prefill_token_limit":null}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, QueueTokenLimit: 5000}},
+		{name: "0 P unsets it", initial: tokens, body: `{"engine_prefill_token_limit":0}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, QueueTokenLimit: 5000}},
+		{name: "null queue tokens unsets it", initial: tokens, body: `{"request_queue_token_limit":null}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, PrefillTokenLimit: 1000}},
+		{name: "0 queue tokens unsets it", initial: tokens, body: `{"request_queue_token_limit":0}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, PrefillTokenLimit: 1000}},
+		{name: "all five", initial: tokens,
+			body: `{"engine_request_limit":null,"engine_request_waiting_limit":3,"request_queue_limit":2,` +
+				`"engine_prefill_token_limit":0,"request_queue_token_limit":7}`,
+			want: limiter.Limits{WaitingLimit: 3, QueueLen: 2, QueueTokenLimit: 7}},
+		{name: "token limits at the upper edge", initial: preset,
+			body: `{"engine_prefill_token_limit":` + maxTokenStr + `,"request_queue_token_limit":` + maxTokenStr + `}`,
+			want: limiter.Limits{Slots: 4, QueueLen: 8, PrefillTokenLimit: limits.MaxTokenLimit, QueueTokenLimit: limits.MaxTokenLimit}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if strconv.IntSize != 64 && strings.Contains(tc.body, maxStr) {
@@ -126,29 +197,50 @@ func TestUpdate(t *testing.T) {
 // shape is the GET answer for l on a gate that is on, without per-rank
 // limits.
 func shape(l limiter.Limits) string {
-	v := func(n int) string {
+	v := func(n int64) string {
 		if n == 0 {
 			return "null"
 		}
-		return strconv.Itoa(n)
+		return strconv.FormatInt(n, 10)
 	}
-	return fmt.Sprintf(`{"engine_request_limit":%s,"engine_request_waiting_limit":%s,"request_queue_limit":%d,"per_rank":false,"gate":"on"}`,
-		v(l.Slots), v(l.WaitingLimit), l.QueueLen)
+	return fmt.Sprintf(`{"engine_request_limit":%s,"engine_request_waiting_limit":%s,"request_queue_limit":%d,`+
+		`"engine_prefill_token_limit":%s,"request_queue_token_limit":%s,"per_rank":false,"gate":"on"}`,
+		v(int64(l.Slots)), v(int64(l.WaitingLimit)), l.QueueLen, v(l.PrefillTokenLimit), v(l.QueueTokenLimit))
 }
 
 // TestUpdateSameValues checks that a POST of the limits in force answers
 // them and neither logs nor reports a change.
 func TestUpdateSameValues(t *testing.T) {
-	g := newGate(t, preset)
-	rec := &recorder{t: t}
-	w := serve(t, limits.NewHandler(rec.options(g)),
-		post(`{"engine_request_limit":4,"engine_request_waiting_limit":null,"request_queue_limit":8}`))
-	if w.Code != http.StatusOK {
-		t.Fatalf("status = %d, want 200; body %s", w.Code, w.Body)
-	}
-	jsonEqual(t, w.Body.String(), presetJSON)
-	if len(rec.logs) != 0 || rec.changed != 0 {
-		t.Errorf("logged %v and reported %d changes for no change", rec.logs, rec.changed)
+	for _, tc := range []struct {
+		name     string
+		initial  limiter.Limits
+		body     string
+		wantBody string
+	}{
+		{name: "N, W and Q", initial: preset,
+			body: `{"engine_request_limit":4,"engine_request_waiting_limit":null,"request_queue_limit":8}`, wantBody: presetJSON},
+		{name: "unset token limits as null", initial: preset,
+			body: `{"engine_prefill_token_limit":null,"request_queue_token_limit":null}`, wantBody: presetJSON},
+		{name: "unset token limits as 0", initial: preset,
+			body: `{"engine_prefill_token_limit":0,"request_queue_token_limit":0}`, wantBody: presetJSON},
+		{name: "token limits in force", initial: tokens,
+			body: `{"engine_prefill_token_limit":1000,"request_queue_token_limit":5000}`, wantBody: tokensJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGate(t, tc.initial)
+			rec := &recorder{t: t}
+			w := serve(t, limits.NewHandler(rec.options(g)), post(tc.body))
+			if w.Code != http.StatusOK {
+				t.Fatalf("status = %d, want 200; body %s", w.Code, w.Body)
+			}
+			jsonEqual(t, w.Body.String(), tc.wantBody)
+			if got := g.Limits(); got != tc.initial {
+				t.Errorf("limits = %+v, want them unchanged (%+v)", got, tc.initial)
+			}
+			if len(rec.logs) != 0 || rec.changed != 0 {
+				t.Errorf("logged %v and reported %d changes for no change", rec.logs, rec.changed)
+			}
+		})
 	}
 }
 
@@ -158,6 +250,8 @@ func TestErrors(t *testing.T) {
 	rangeN := "engine_request_limit must be an integer between 1 and " + maxStr + ", got "
 	rangeW := "engine_request_waiting_limit must be an integer between 1 and " + maxStr + ", got "
 	rangeQ := "request_queue_limit must be an integer between 0 and " + maxStr + ", got "
+	rangeP := "engine_prefill_token_limit must be an integer between 0 and " + maxTokenStr + ", got "
+	rangeT := "request_queue_token_limit must be an integer between 0 and " + maxTokenStr + ", got "
 	stay := "at least one engine limit must stay set: engine_request_limit and engine_request_waiting_limit cannot both be null"
 	for _, tc := range []struct {
 		name       string
@@ -192,6 +286,24 @@ func TestErrors(t *testing.T) {
 		{name: "null N while W is unset", req: post(`{"engine_request_limit":null}`), wantStatus: 400, wantError: stay},
 		{name: "null W while N is unset", initial: limiter.Limits{WaitingLimit: 2, QueueLen: 8},
 			req: post(`{"engine_request_waiting_limit":null,"request_queue_limit":1}`), wantStatus: 400, wantError: stay},
+		{name: "P negative", req: post(`{"engine_prefill_token_limit":-1}`), wantStatus: 400, wantError: rangeP + "-1"},
+		{name: "P fractional", req: post(`{"engine_prefill_token_limit":1.5}`), wantStatus: 400, wantError: rangeP + "1.5"},
+		{name: "P written 2.0", req: post(`{"engine_prefill_token_limit":2.0}`), wantStatus: 400, wantError: rangeP + "2.0"},
+		{name: "P in exponent form", req: post(`{"engine_prefill_token_limit":1e3}`), wantStatus: 400, wantError: rangeP + "1e3"},
+		{name: "P above 2^62", req: post(`{"engine_prefill_token_limit":4611686018427387905}`), wantStatus: 400,
+			wantError: rangeP + "4611686018427387905"},
+		{name: "P at math.MaxInt64, which the limiter reads as unset",
+			req: post(`{"engine_prefill_token_limit":9223372036854775807}`), wantStatus: 400, wantError: rangeP + "9223372036854775807"},
+		{name: "queue tokens negative", initial: tokens, req: post(`{"request_queue_token_limit":-5}`), wantStatus: 400,
+			wantError: rangeT + "-5"},
+		{name: "queue tokens fractional", req: post(`{"request_queue_token_limit":1.5}`), wantStatus: 400, wantError: rangeT + "1.5"},
+		{name: "queue tokens beyond int64", req: post(`{"request_queue_token_limit":18446744073709551616}`), wantStatus: 400,
+			wantError: rangeT + "18446744073709551616"},
+		{name: "every token range problem listed, after the others",
+			req:        post(`{"request_queue_token_limit":-2,"engine_prefill_token_limit":-1,"request_queue_limit":-1}`),
+			wantStatus: 400, wantError: rangeQ + "-1; " + rangeP + "-1; " + rangeT + "-2"},
+		{name: "a bad token limit refuses the whole change", initial: tokens,
+			req: post(`{"engine_request_limit":2,"request_queue_token_limit":-1}`), wantStatus: 400, wantError: rangeT + "-1"},
 
 		{name: "empty body", req: post(``), wantStatus: 422, wantError: "invalid JSON body: unexpected end of JSON input"},
 		{name: "not JSON", req: post(`engine_request_limit=2`), wantStatus: 422, wantError: "~invalid JSON body"},
@@ -212,6 +324,14 @@ func TestErrors(t *testing.T) {
 			wantError: "request_queue_limit must be an integer, got {}"},
 		{name: "a type error wins over a range error", req: post(`{"engine_request_limit":[1],"request_queue_limit":-1}`),
 			wantStatus: 422, wantError: "engine_request_limit must be an integer or null, got [1]"},
+		{name: "P as a string", req: post(`{"engine_prefill_token_limit":"16k"}`), wantStatus: 422,
+			wantError: `engine_prefill_token_limit must be an integer or null, got "16k"`},
+		{name: "queue tokens as a string", initial: tokens, req: post(`{"request_queue_token_limit":"5000"}`), wantStatus: 422,
+			wantError: `request_queue_token_limit must be an integer or null, got "5000"`},
+		{name: "queue tokens as a bool", req: post(`{"request_queue_token_limit":false}`), wantStatus: 422,
+			wantError: "request_queue_token_limit must be an integer or null, got false"},
+		{name: "token keys are case-sensitive", req: post(`{"Engine_Prefill_Token_Limit":2}`), wantStatus: 422,
+			wantError: `unknown field "Engine_Prefill_Token_Limit"`},
 
 		{name: "gate off", gateOff: true, req: post(`{"engine_request_limit":2}`), wantStatus: 409,
 			wantError: "~the admission gate is off"},
@@ -219,6 +339,12 @@ func TestErrors(t *testing.T) {
 			wantError: "~--engine-request-limit or --engine-request-waiting-limit"},
 		{name: "gate off, a bad body is still a 400", gateOff: true, req: post(`{"engine_request_limit":0}`), wantStatus: 400,
 			wantError: rangeN + "0"},
+		{name: "gate off, P", gateOff: true, req: post(`{"engine_prefill_token_limit":1000}`), wantStatus: 409,
+			wantError: "~the admission gate is off"},
+		{name: "gate off, queue tokens unset", gateOff: true, req: post(`{"request_queue_token_limit":null}`), wantStatus: 409,
+			wantError: "~the admission gate is off"},
+		{name: "gate off, a bad token limit is still a 400", gateOff: true, req: post(`{"engine_prefill_token_limit":-1}`),
+			wantStatus: 400, wantError: rangeP + "-1"},
 
 		{name: "body over the limit", req: post(`{}` + strings.Repeat(" ", limits.MaxBodyBytes-1)), wantStatus: 413,
 			wantError: fmt.Sprintf("request body larger than %d bytes", limits.MaxBodyBytes)},
@@ -317,8 +443,7 @@ func TestServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonEqual(t, readAll(t, resp),
-		`{"engine_request_limit":4,"engine_request_waiting_limit":2,"request_queue_limit":8,"per_rank":false,"gate":"on"}`)
+	jsonEqual(t, readAll(t, resp), shape(limiter.Limits{Slots: 4, WaitingLimit: 2, QueueLen: 8}))
 	resp, err = srv.Client().Head(srv.URL + limits.Path)
 	if err != nil {
 		t.Fatal(err)

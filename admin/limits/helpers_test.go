@@ -29,6 +29,7 @@ func newGate(t *testing.T, initial limiter.Limits) *gate.Limiters {
 	}
 	l, err := limiter.New(limiter.Options{
 		Slots: initial.Slots, WaitingLimit: initial.WaitingLimit, QueueLen: initial.QueueLen,
+		PrefillTokenLimit: initial.PrefillTokenLimit, QueueTokenLimit: initial.QueueTokenLimit,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +129,18 @@ func changeLog(old, now limiter.Limits) logLine {
 		}
 		return n
 	}
+	tokens := func(n int64) any {
+		if n == 0 {
+			return nil
+		}
+		return n
+	}
 	return logLine{msg: "admission limits changed", kv: map[string]any{
 		"old_engine_request_limit": v(old.Slots), "new_engine_request_limit": v(now.Slots),
 		"old_engine_request_waiting_limit": v(old.WaitingLimit), "new_engine_request_waiting_limit": v(now.WaitingLimit),
 		"old_request_queue_limit": old.QueueLen, "new_request_queue_limit": now.QueueLen,
+		"old_engine_prefill_token_limit": tokens(old.PrefillTokenLimit), "new_engine_prefill_token_limit": tokens(now.PrefillTokenLimit),
+		"old_request_queue_token_limit": tokens(old.QueueTokenLimit), "new_request_queue_token_limit": tokens(now.QueueTokenLimit),
 		"per_rank": false,
 	}}
 }
