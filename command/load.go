@@ -14,6 +14,7 @@ import (
 	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/internal/logging"
+	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/busy"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/load/loadgrpc"
@@ -169,26 +170,40 @@ func requestsOf(lims *gate.Limiters) func() report.Requests {
 	return func() report.Requests {
 		ranks := lims.RankStats()
 		if ranks == nil {
-			s := lims.Stats()
+			rr := rankRequestsOf(0, lims.Stats())
 			return report.Requests{
-				InFlight: s.Holding, Queued: s.Waiting, Prefilling: s.Prefilling,
-				Limit: s.Slots, QueueLimit: s.QueueLen, WaitingLimit: s.WaitingLimit,
+				InFlight: rr.InFlight, Queued: rr.Queued, Prefilling: rr.Prefilling,
+				Limit: rr.Limit, QueueLimit: rr.QueueLimit, WaitingLimit: rr.WaitingLimit,
+				PrefillTokens: rr.PrefillTokens, QueuedTokens: rr.QueuedTokens,
+				PrefillTokenLimit: rr.PrefillTokenLimit, QueueTokenLimit: rr.QueueTokenLimit,
 			}
 		}
 		out := report.Requests{Ranks: make([]report.RankRequests, len(ranks))}
 		for i, s := range ranks {
-			out.Ranks[i] = report.RankRequests{
-				DPRank: i, InFlight: s.Holding, Queued: s.Waiting, Prefilling: s.Prefilling,
-				Limit: s.Slots, QueueLimit: s.QueueLen, WaitingLimit: s.WaitingLimit,
-			}
-			out.InFlight += s.Holding
-			out.Queued += s.Waiting
-			out.Prefilling += s.Prefilling
-			out.Limit += s.Slots
-			out.QueueLimit += s.QueueLen
-			out.WaitingLimit += s.WaitingLimit
+			rr := rankRequestsOf(i, s)
+			out.Ranks[i] = rr
+			out.InFlight += rr.InFlight
+			out.Queued += rr.Queued
+			out.Prefilling += rr.Prefilling
+			out.Limit += rr.Limit
+			out.QueueLimit += rr.QueueLimit
+			out.WaitingLimit += rr.WaitingLimit
+			out.PrefillTokens += rr.PrefillTokens
+			out.QueuedTokens += rr.QueuedTokens
+			out.PrefillTokenLimit += rr.PrefillTokenLimit
+			out.QueueTokenLimit += rr.QueueTokenLimit
 		}
 		return out
+	}
+}
+
+// rankRequestsOf is one limiter's admission state, as rank dpRank's.
+func rankRequestsOf(dpRank int, s limiter.Stats) report.RankRequests {
+	return report.RankRequests{
+		DPRank: dpRank, InFlight: s.Holding, Queued: s.Waiting, Prefilling: s.Prefilling,
+		Limit: s.Slots, QueueLimit: s.QueueLen, WaitingLimit: s.WaitingLimit,
+		PrefillTokens: s.PrefillTokens, QueuedTokens: s.QueuedTokens,
+		PrefillTokenLimit: s.PrefillTokenLimit, QueueTokenLimit: s.QueueTokenLimit,
 	}
 }
 

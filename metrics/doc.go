@@ -21,5 +21,9 @@
 //     by each protocol, http and grpc alike) exists from the start, at 0,
 //     so rate() reads as quiet rather than as a gap. The dynamo_* metrics
 //     count both protocols together, under Dynamo's names and labels.
+//   - slotgate_prefill_tokens and slotgate_queued_tokens are the limiters'
+//     prompt tokens in prefill and in the queue, all ranks together, from
+//     the same limiter.Stats as the other gauges; they read 0 while no
+//     token limit is set, since tokens are not counted then.
 //   - Everything else passes client_golang's promlint.
 package metrics

@@ -20,7 +20,17 @@ type limiterCollector struct {
 	admission *admissionGauges
 
 	rejections, engine, queue, slotLimit, queueLimit, classQueue *prometheus.Desc
+	prefillTokens, queuedTokens                                  *prometheus.Desc
 }
+
+// Help of the token gauges. Without a token limit slotgate does not count
+// an HTTP request's tokens, so they read 0 then.
+const (
+	helpPrefillTokens = "Prompt tokens of the requests admitted to the engine that have not had their first token yet " +
+		"(those bounded by --engine-prefill-token-limit), all ranks together; 0 while no token limit is set, as tokens are not counted then."
+	helpQueuedTokens = "Prompt tokens of the requests waiting in slotgate's queue " +
+		"(those bounded by --request-queue-token-limit), all ranks together; 0 while no token limit is set, as tokens are not counted then."
+)
 
 func newLimiterCollector(stats func() limiter.Stats) *limiterCollector {
 	return &limiterCollector{
@@ -35,6 +45,8 @@ func newLimiterCollector(stats func() limiter.Stats) *limiterCollector {
 			"Q, the places in the overflow queue (DYN_DYNAMO_REQUEST_QUEUE_LIMIT); 0 when no limit is set.", nil, nil),
 		classQueue: prometheus.NewDesc("slotgate_request_queue_class",
 			"Requests waiting in the queue of each policy class; they add up to dynamo_request_queue.", []string{"class"}, nil),
+		prefillTokens: prometheus.NewDesc("slotgate_prefill_tokens", helpPrefillTokens, nil, nil),
+		queuedTokens:  prometheus.NewDesc("slotgate_queued_tokens", helpQueuedTokens, nil, nil),
 	}
 }
 
@@ -45,6 +57,8 @@ func (c *limiterCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.slotLimit
 	ch <- c.queueLimit
 	ch <- c.classQueue
+	ch <- c.prefillTokens
+	ch <- c.queuedTokens
 	c.admission.describe(ch)
 }
 
@@ -55,6 +69,8 @@ func (c *limiterCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(s.Waiting))
 	ch <- prometheus.MustNewConstMetric(c.slotLimit, prometheus.GaugeValue, float64(s.Slots))
 	ch <- prometheus.MustNewConstMetric(c.queueLimit, prometheus.GaugeValue, float64(s.QueueLen))
+	ch <- prometheus.MustNewConstMetric(c.prefillTokens, prometheus.GaugeValue, float64(s.PrefillTokens))
+	ch <- prometheus.MustNewConstMetric(c.queuedTokens, prometheus.GaugeValue, float64(s.QueuedTokens))
 	for _, cs := range s.Classes {
 		name := cs.Name
 		if name == "" { // the one queue of a limiter without classes

@@ -86,7 +86,7 @@ type firstTokenGuard struct {
 	event  []byte
 }
 
-const firstTokenMessage = "Overloaded: the engine produced no first token in time"
+const firstTokenMessage = "Server overloaded: the engine produced no first token in time"
 
 func newFirstTokenGuard(cfg FirstToken, a *answers) firstTokenGuard {
 	g := firstTokenGuard{cfg: cfg, answer: a.rendered(a.overloadStatus, "Overloaded", firstTokenMessage, "first_token_timeout")}

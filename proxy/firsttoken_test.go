@@ -289,7 +289,7 @@ func wantOverload(t *testing.T, r watchResult, at time.Duration) {
 // the error event.
 func wantCutStream(t *testing.T, r watchResult, sent string, at time.Duration) {
 	t.Helper()
-	want := sent + `data: {"error":{"message":"Overloaded: the engine produced no first token in time","type":"Overloaded","code":529}}` + "\n\n"
+	want := sent + `data: {"error":{"message":"Server overloaded: the engine produced no first token in time","type":"Overloaded","code":529}}` + "\n\n"
 	if r.status != http.StatusOK || r.body != want {
 		t.Errorf("answer %d %q, want 200 %q", r.status, r.body, want)
 	}

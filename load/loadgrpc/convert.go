@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/slotgate/slotgate/load/report"
@@ -11,7 +12,7 @@ import (
 )
 
 // ToProto returns the wire form of s; nil when s is nil. It never fails:
-// every Snapshot has a wire form. A zero time is left unset, an unknown
+// every Snapshot has a wire form. A zero time or TTL is left unset, an unknown
 // count is a nil Count, a threshold that is off is an unset optional, and
 // a string that is not valid UTF-8 has its bad bytes replaced by U+FFFD.
 func ToProto(s *report.Snapshot) *loadv1.Load {
@@ -21,6 +22,8 @@ func ToProto(s *report.Snapshot) *loadv1.Load {
 	out := &loadv1.Load{
 		Seq:   s.Seq,
 		At:    timeToProto(s.At),
+		Epoch: s.Epoch,
+		Ttl:   ttlToProto(s.TTL),
 		Busy:  s.Busy,
 		Stale: s.Stale,
 		Engine: &loadv1.Engine{
@@ -53,6 +56,11 @@ func requestsToProto(r *report.Requests) *loadv1.Requests {
 		QueueLimit:   int64(r.QueueLimit),
 		WaitingLimit: int64(r.WaitingLimit),
 		Prefilling:   int64(r.Prefilling),
+
+		PrefillTokens:     r.PrefillTokens,
+		QueuedTokens:      r.QueuedTokens,
+		PrefillTokenLimit: r.PrefillTokenLimit,
+		QueueTokenLimit:   r.QueueTokenLimit,
 	}
 	if len(r.Ranks) > 0 {
 		out.Ranks = make([]*loadv1.RankRequests, len(r.Ranks))
@@ -66,6 +74,11 @@ func requestsToProto(r *report.Requests) *loadv1.Requests {
 				QueueLimit:   int64(rr.QueueLimit),
 				WaitingLimit: int64(rr.WaitingLimit),
 				Prefilling:   int64(rr.Prefilling),
+
+				PrefillTokens:     rr.PrefillTokens,
+				QueuedTokens:      rr.QueuedTokens,
+				PrefillTokenLimit: rr.PrefillTokenLimit,
+				QueueTokenLimit:   rr.QueueTokenLimit,
 			}
 		}
 	}
@@ -107,12 +120,16 @@ func countToProto(f report.Field) *loadv1.Count {
 // messages and fields read as their zero values (an unset Count as an
 // unknown count), so FromProto(nil) is the zero Snapshot. A Count whose
 // source is unspecified, or unknown to this version, is taken as coming
-// from the engine, as report's JSON reader does. Times are in UTC.
+// from the engine, as report's JSON reader does. Times are in UTC. An
+// unset or negative ttl reads as 0, no TTL; one longer than a
+// time.Duration holds, as the longest.
 func FromProto(l *loadv1.Load) report.Snapshot {
 	e := l.GetEngine()
 	s := report.Snapshot{
 		Seq:   l.GetSeq(),
 		At:    timeFromProto(l.GetAt()),
+		Epoch: l.GetEpoch(),
+		TTL:   ttlFromProto(l.GetTtl()),
 		Busy:  l.GetBusy(),
 		Stale: l.GetStale(),
 		Engine: report.Engine{
@@ -148,6 +165,11 @@ func requestsFromProto(r *loadv1.Requests) report.Requests {
 		QueueLimit:   int(r.GetQueueLimit()),
 		WaitingLimit: int(r.GetWaitingLimit()),
 		Prefilling:   int(r.GetPrefilling()),
+
+		PrefillTokens:     r.GetPrefillTokens(),
+		QueuedTokens:      r.GetQueuedTokens(),
+		PrefillTokenLimit: r.GetPrefillTokenLimit(),
+		QueueTokenLimit:   r.GetQueueTokenLimit(),
 	}
 	if rs := r.GetRanks(); len(rs) > 0 {
 		out.Ranks = make([]report.RankRequests, len(rs))
@@ -160,6 +182,11 @@ func requestsFromProto(r *loadv1.Requests) report.Requests {
 				QueueLimit:   int(rr.GetQueueLimit()),
 				WaitingLimit: int(rr.GetWaitingLimit()),
 				Prefilling:   int(rr.GetPrefilling()),
+
+				PrefillTokens:     rr.GetPrefillTokens(),
+				QueuedTokens:      rr.GetQueuedTokens(),
+				PrefillTokenLimit: rr.GetPrefillTokenLimit(),
+				QueueTokenLimit:   rr.GetQueueTokenLimit(),
 			}
 		}
 	}
@@ -193,6 +220,24 @@ func countFromProto(c *loadv1.Count) report.Field {
 		src = report.SourceSlotgate
 	}
 	return report.Field{N: c.GetValue(), Source: src}
+}
+
+// ttlToProto leaves a TTL of 0 (none) unset.
+func ttlToProto(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}
+
+// ttlFromProto reads ttl as AsDuration does, saturating what a
+// time.Duration cannot hold; a negative one, which no slotgate sends, is
+// read as no TTL (0) rather than as a load already expired.
+func ttlFromProto(ttl *durationpb.Duration) time.Duration {
+	if ttl == nil {
+		return 0
+	}
+	return max(ttl.AsDuration(), 0)
 }
 
 func timeToProto(t time.Time) *timestamppb.Timestamp {

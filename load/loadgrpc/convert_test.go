@@ -23,6 +23,8 @@ func randSnapshot(r *rand.Rand) report.Snapshot {
 	s := report.Snapshot{
 		Seq:   pick(r, 0, 1, math.MaxUint64, r.Uint64()),
 		At:    randTime(r),
+		Epoch: pick(r, 0, 1, math.MaxUint64, r.Uint64()),
+		TTL:   pick(r, 0, time.Nanosecond, 3*time.Second, time.Duration(math.MaxInt64), time.Duration(r.Int64N(1<<62))),
 		Busy:  r.IntN(2) == 0,
 		Stale: r.IntN(2) == 0,
 		Engine: report.Engine{
@@ -33,6 +35,8 @@ func randSnapshot(r *rand.Rand) report.Snapshot {
 		Requests: report.Requests{
 			InFlight: randInt(r), Queued: randInt(r), Limit: randInt(r), QueueLimit: randInt(r),
 			WaitingLimit: randInt(r), Prefilling: randInt(r),
+			PrefillTokens: randInt64(r), QueuedTokens: randInt64(r),
+			PrefillTokenLimit: randInt64(r), QueueTokenLimit: randInt64(r),
 		},
 		Thresholds: report.Thresholds{
 			ActiveDecodeBlocks:      pick(r, nil, ptr(0.0), ptr(1.0), ptr(r.Float64()), ptr(math.Inf(1))),
@@ -50,6 +54,8 @@ func randSnapshot(r *rand.Rand) report.Snapshot {
 			s.Requests.Ranks[i] = report.RankRequests{
 				DPRank: pick(r, i, randInt(r)), InFlight: randInt(r), Queued: randInt(r), Limit: randInt(r),
 				QueueLimit: randInt(r), WaitingLimit: randInt(r), Prefilling: randInt(r),
+				PrefillTokens: randInt64(r), QueuedTokens: randInt64(r),
+				PrefillTokenLimit: randInt64(r), QueueTokenLimit: randInt64(r),
 			}
 		}
 	}
@@ -68,6 +74,10 @@ func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
 
 func randInt(r *rand.Rand) int {
 	return pick(r, 0, 1, math.MaxInt, math.MinInt, r.IntN(1000), int(r.Int64()))
+}
+
+func randInt64(r *rand.Rand) int64 {
+	return pick(r, 0, 1, math.MaxInt64, math.MinInt64, r.Int64N(1<<20), r.Int64())
 }
 
 func randField(r *rand.Rand) report.Field {
@@ -214,6 +224,7 @@ func TestToProtoMatchesJSON(t *testing.T) {
 		if s.At.IsZero() {
 			s.At = time.Now() // JSON writes a zero At, the wire leaves it unset; the Hub always sets it
 		}
+		s.TTL = s.TTL.Truncate(time.Millisecond) // JSON has whole milliseconds
 		if p := s.Thresholds.ActiveDecodeBlocks; p != nil && math.IsInf(*p, 0) {
 			s.Thresholds.ActiveDecodeBlocks = ptr(0.5) // JSON has no infinity
 		}
@@ -272,6 +283,10 @@ func TestToProtoMatchesJSON(t *testing.T) {
 						}
 						check("ranks."+k2, rank, k2, v2)
 					}
+				}
+			case "ttl_ms": // the one field whose JSON name carries its unit
+				if got := jsonNum(l.GetTtl().AsDuration().Milliseconds()); got != jsonValue(v) {
+					t.Errorf("seed %d: ttl_ms: proto ttl %v, JSON %v", seed, l.GetTtl().AsDuration(), v)
 				}
 			default:
 				check(k, l.ProtoReflect(), k, v)

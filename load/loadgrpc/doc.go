@@ -20,8 +20,8 @@
 // Invariants, each checked by the tests:
 //
 //   - The wire carries what the Snapshot says: FromProto(ToProto(s)) is
-//     the same load as s (report.Snapshot.SameLoad) with the same Seq and
-//     At. Times come back in UTC without a monotonic reading; strings that
+//     the same load as s (report.Snapshot.SameLoad) with the same Seq, At,
+//     Epoch and TTL (a google.protobuf.Duration, unset when 0). Times come back in UTC without a monotonic reading; strings that
 //     are not valid UTF-8 come back with U+FFFD in place of the bad bytes,
 //     as proto3 strings must be UTF-8.
 //   - Unknown is never 0: an unknown count is an unset Count, a threshold

@@ -193,11 +193,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // sameSnapshot reports whether got, read back from the wire, is want in
-// every field: the same load (SameLoad), Seq, At and the engine's scrape
-// record, which SameLoad leaves out. Times compare as instants.
+// every field: the same load (SameLoad), Seq, At, Epoch, TTL and the
+// engine's scrape record, which SameLoad leaves out. Times compare as
+// instants.
 func sameSnapshot(got, want *report.Snapshot) bool {
 	ge, we := got.Engine, want.Engine
 	return got.SameLoad(want) && got.Seq == want.Seq && got.At.Equal(want.At) &&
+		got.Epoch == want.Epoch && got.TTL == want.TTL &&
 		ge.Dialect == we.Dialect && ge.ScrapedAt.Equal(we.ScrapedAt) && ge.FailedScrapes == we.FailedScrapes &&
 		ge.Error == we.Error && got.Busy == want.Busy && got.Stale == want.Stale && sameRequests(&got.Requests, &want.Requests) &&
 		eqPtr(got.Thresholds.ActiveDecodeBlocks, want.Thresholds.ActiveDecodeBlocks) &&
@@ -211,7 +213,9 @@ func sameSnapshot(got, want *report.Snapshot) bool {
 func sameRequests(got, want *report.Requests) bool {
 	return got.InFlight == want.InFlight && got.Queued == want.Queued && got.Limit == want.Limit &&
 		got.QueueLimit == want.QueueLimit && got.WaitingLimit == want.WaitingLimit &&
-		got.Prefilling == want.Prefilling && slices.Equal(got.Ranks, want.Ranks)
+		got.Prefilling == want.Prefilling && got.PrefillTokens == want.PrefillTokens &&
+		got.QueuedTokens == want.QueuedTokens && got.PrefillTokenLimit == want.PrefillTokenLimit &&
+		got.QueueTokenLimit == want.QueueTokenLimit && slices.Equal(got.Ranks, want.Ranks)
 }
 
 func eqPtr[T comparable](a, b *T) bool {

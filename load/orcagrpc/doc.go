@@ -36,7 +36,9 @@
 //	                          last RateWindow to 2×RateWindow
 //	named_metrics             kv_cache_usage and active_decode_blocks
 //	                          (when known), active_prefill_tokens,
-//	                          in_flight, queued, prefilling, busy (0 or 1)
+//	                          in_flight, queued, prefilling, busy (0 or 1);
+//	                          prefill_tokens and queued_tokens while a
+//	                          token limit is in force
 //
 // Invariants, each checked by the tests:
 //

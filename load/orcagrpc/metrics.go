@@ -28,10 +28,20 @@ const (
 	// MetricQueued is the requests waiting in slotgate's queue.
 	MetricQueued = "queued"
 	// MetricPrefilling is the requests in flight that have not had their
-	// first token yet. The HTTP header does not carry it.
+	// first token yet.
 	MetricPrefilling = "prefilling"
 	// MetricBusy is 1 when the worker is busy (report.Snapshot.Busy), else 0.
 	MetricBusy = "busy"
+	// MetricPrefillTokens is the prompt tokens of the requests in flight
+	// before their first token, as slotgate's limiters count them
+	// (report.Requests.PrefillTokens), where active_prefill_tokens is the
+	// engine's figure when it has one. MetricQueuedTokens is the prompt
+	// tokens of the requests in slotgate's queue. Both are reported only
+	// while a token limit is in force: without one slotgate does not count
+	// tokens, and a 0 would say "no tokens" where the truth is "not
+	// counted".
+	MetricPrefillTokens = "prefill_tokens"
+	MetricQueuedTokens  = "queued_tokens"
 )
 
 // unset is orca.ServerMetrics' value for a metric that is not reported.
@@ -39,7 +49,8 @@ const unset = -1
 
 // Metrics maps s to ORCA's server metrics, in grpc-go's form, where -1 is
 // unset: AppUtilization is s.Utilization(), and NamedMetrics holds the
-// Metric* values, those unknown left out. QPS is unset, since a snapshot
+// Metric* values, those unknown left out (the token counts without a
+// token limit). QPS is unset, since a snapshot
 // holds no rate (the Reporter measures it); CPU, memory and errors are
 // unset, and the Utilization and RequestCost maps are empty (not nil).
 func Metrics(s *report.Snapshot) *orca.ServerMetrics {
@@ -58,6 +69,10 @@ func Metrics(s *report.Snapshot) *orca.ServerMetrics {
 	named[MetricInFlight] = float64(s.Requests.InFlight)
 	named[MetricQueued] = float64(s.Requests.Queued)
 	named[MetricPrefilling] = float64(s.Requests.Prefilling)
+	if r := &s.Requests; r.PrefillTokenLimit > 0 || r.QueueTokenLimit > 0 {
+		named[MetricPrefillTokens] = float64(r.PrefillTokens)
+		named[MetricQueuedTokens] = float64(r.QueuedTokens)
+	}
 	named[MetricBusy] = 0
 	if s.Busy {
 		named[MetricBusy] = 1

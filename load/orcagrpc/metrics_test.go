@@ -89,6 +89,38 @@ var metricsCases = []metricsCase{
 		busy:    1,
 		prefill: 70,
 	},
+	{
+		name: "token counts with a prefill token limit",
+		snap: report.Snapshot{
+			Requests: report.Requests{InFlight: 2, Queued: 1, Prefilling: 2, Limit: 4, PrefillTokens: 1500, QueuedTokens: 600,
+				PrefillTokenLimit: 2000},
+			Ranks: []report.Rank{{}},
+		},
+		app:    0.5,
+		named:  map[string]float64{orcagrpc.MetricPrefillTokens: 1500, orcagrpc.MetricQueuedTokens: 600},
+		counts: [3]float64{2, 1, 2},
+	},
+	{
+		name: "token counts with a queue token limit only, none queued",
+		snap: report.Snapshot{
+			Requests: report.Requests{InFlight: 1, Limit: 4, PrefillTokens: 10, QueueTokenLimit: 5000},
+			Ranks:    []report.Rank{{}},
+		},
+		app:    0.25,
+		named:  map[string]float64{orcagrpc.MetricPrefillTokens: 10, orcagrpc.MetricQueuedTokens: 0},
+		counts: [3]float64{1, 0, 0},
+	},
+	{
+		// Counts without a limit cannot come from slotgate, which counts
+		// nothing then; were they there, they would still be left out.
+		name: "no token limit: no token counts",
+		snap: report.Snapshot{
+			Requests: report.Requests{InFlight: 1, Limit: 4, PrefillTokens: 10, QueuedTokens: 3},
+			Ranks:    []report.Rank{{}},
+		},
+		app:    0.25,
+		counts: [3]float64{1, 0, 0},
+	},
 }
 
 // want is the metrics the case maps to, in grpc-go's form.

@@ -22,7 +22,15 @@
 //   - A change is published within MinInterval (10 ms) of happening and
 //     never more often than that; when nothing changes a heartbeat is
 //     published every Heartbeat (1 s), so silence always means trouble.
+//   - Every snapshot a Hub publishes carries the same Epoch, a random
+//     non-zero boot id drawn when the Hub is made (one Hub per process),
+//     and the same TTL, three heartbeats unless set: a reader that sees
+//     the Epoch change drops what it knew of the worker, and one that
+//     has nothing newer after At+TTL takes the worker as gone.
 //   - An engine that stops answering makes the snapshot Stale; slotgate's
 //     own fields and the heartbeat keep flowing, and a stale engine value
 //     never decides busy.
+//   - Requests' token counts (prompt tokens in prefill and queued) are
+//     the limiters', which count an HTTP request's tokens only while a
+//     token limit is in force: without one they are 0, not unknown.
 package report

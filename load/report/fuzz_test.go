@@ -20,6 +20,7 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add([]byte(`{"ranks":[{}],"thresholds":{"active_prefill_tokens_threshold":18446744073709551615}}`))
 	f.Add([]byte(`{"requests":{"prefilling":2,"ranks":[{"dp_rank":1,"waiting_limit":3},{}]},"ranks":[]}`))
 	f.Add([]byte(`{"requests":{"ranks":[]}}`))
+	f.Add([]byte(`{"epoch":"1","ttl_ms":9223372036854,"requests":{"queued_tokens":5,"ranks":[{"prefill_token_limit":7}]}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s report.Snapshot
@@ -34,7 +35,7 @@ func FuzzUnmarshal(f *testing.F) {
 		if err := json.Unmarshal(again, &back); err != nil {
 			t.Fatalf("decode our own %s: %v", again, err)
 		}
-		if !back.SameLoad(&s) || back.Seq != s.Seq {
+		if !back.SameLoad(&s) || back.Seq != s.Seq || back.Epoch != s.Epoch || back.TTL != s.TTL {
 			t.Fatalf("round trip changed it:\n%+v\n%+v", s, back)
 		}
 	})

@@ -3,6 +3,8 @@ package report
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -15,15 +17,27 @@ const (
 	// Heartbeat is the longest time between two published snapshots: a
 	// snapshot is published this often even when nothing changed.
 	Heartbeat = time.Second
+	// TTLHeartbeats is the default TTL in heartbeats: a reader keeps
+	// trusting a snapshot through two lost heartbeats, and no longer.
+	TTLHeartbeats = 3
 )
 
 // HubOptions configure a Hub.
 type HubOptions struct {
-	// Compute returns the current load; Seq and At are set by the Hub.
+	// Compute returns the current load; Seq, At, Epoch and TTL are set by
+	// the Hub.
 	// Required. It is called from Run's goroutine only, and from NewHub.
 	Compute func() Snapshot
 	// MinInterval and Heartbeat override the package defaults when set.
 	MinInterval, Heartbeat time.Duration
+	// Epoch is stamped on every snapshot (Snapshot.Epoch). 0, the usual
+	// value, has NewHub draw a random one: slotgate makes one Hub per
+	// process, so the Hub's epoch is the process's boot id.
+	Epoch uint64
+	// TTL is stamped on every snapshot (Snapshot.TTL); 0 means
+	// TTLHeartbeats heartbeats. It may not be shorter than Heartbeat, or
+	// a healthy worker's snapshots would expire between two heartbeats.
+	TTL time.Duration
 	// OnPublish, when set, is called from Run's goroutine with every
 	// snapshot published, before watchers are woken. It must not block.
 	OnPublish func(*Snapshot)
@@ -72,13 +86,36 @@ func NewHub(opts HubOptions) (*Hub, error) {
 	if opts.Heartbeat == 0 {
 		opts.Heartbeat = Heartbeat
 	}
+	if err := defaultStamps(&opts); err != nil {
+		return nil, err
+	}
 	h := &Hub{opts: opts, notify: make(chan struct{}, 1), stopped: make(chan struct{})}
 	first := opts.Compute()
+	h.stamp(&first)
 	first.Seq, first.At = 1, time.Now()
 	h.lastCompute = first.At
 	h.state.Store(&published{snap: &first, next: make(chan struct{})})
 	return h, nil
 }
+
+// defaultStamps fills in opts' Epoch and TTL, once Heartbeat is set, and
+// checks the TTL.
+func defaultStamps(opts *HubOptions) error {
+	for opts.Epoch == 0 { // 0 is "no epoch": draw again (1 in 2^64)
+		opts.Epoch = rand.Uint64()
+	}
+	switch {
+	case opts.TTL == 0:
+		opts.TTL = TTLHeartbeats * opts.Heartbeat
+	case opts.TTL < opts.Heartbeat:
+		return fmt.Errorf("report: TTL %s is shorter than the heartbeat %s: snapshots would expire between heartbeats",
+			opts.TTL, opts.Heartbeat)
+	}
+	return nil
+}
+
+// stamp sets the publisher's fields that are the same in every snapshot.
+func (h *Hub) stamp(s *Snapshot) { s.Epoch, s.TTL = h.opts.Epoch, h.opts.TTL }
 
 // Notify tells the Hub that the load may have changed. It never blocks;
 // notifications that arrive before Run handles the previous one merge.
@@ -176,6 +213,7 @@ func (h *Hub) publishIfChanged(force bool) bool {
 	if !force && next.SameLoad(prev.snap) {
 		return false
 	}
+	h.stamp(&next)
 	next.Seq, next.At = prev.snap.Seq+1, time.Now()
 	if h.opts.OnPublish != nil {
 		h.opts.OnPublish(&next)

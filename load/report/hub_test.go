@@ -187,8 +187,10 @@ func TestRunTwiceFails(t *testing.T) {
 
 func TestNewHubValidates(t *testing.T) {
 	for name, opts := range map[string]report.HubOptions{
-		"no compute":         {},
-		"negative heartbeat": {Compute: (&source{}).compute, Heartbeat: -1},
+		"no compute":              {},
+		"negative heartbeat":      {Compute: (&source{}).compute, Heartbeat: -1},
+		"TTL under the heartbeat": {Compute: (&source{}).compute, Heartbeat: time.Second, TTL: time.Second - 1},
+		"negative TTL":            {Compute: (&source{}).compute, TTL: -time.Second},
 	} {
 		if _, err := report.NewHub(opts); err == nil {
 			t.Errorf("%s: NewHub succeeded", name)

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -10,12 +11,22 @@ import (
 // Server-Sent Events. Counts are plain numbers, null when unknown, and
 // each rank's "sources" names where every known count came from, so a
 // consumer that only wants numbers reads them directly. "requests" has
-// "ranks", each rank's admission state, only with limits per rank.
+// "ranks", each rank's admission state, only with limits per rank; the
+// fields of its ranks are in the order of RankRequests, which they
+// convert to and from. A field a sidecar from before it leaves out reads
+// as 0.
 //
-//	{"seq":7,"at":"2026-12-02T21:00:00.123Z","busy":false,"stale":false,
+// "epoch" is a string of decimal digits, as protobuf's JSON mapping
+// writes 64-bit integers: a JavaScript number would round it. "ttl_ms" is
+// the TTL in whole milliseconds.
+//
+//	{"seq":7,"at":"2026-12-02T21:00:00.123Z","epoch":"9181726354437281923","ttl_ms":3000,
+//	 "busy":false,"stale":false,
 //	 "engine":{"dialect":"vllm","scraped_at":"…","failed_scrapes":0},
 //	 "requests":{"in_flight":3,"queued":0,"limit":8,"queue_limit":16,"waiting_limit":4,"prefilling":1,
-//	   "ranks":[{"dp_rank":0,"in_flight":2,"queued":0,"limit":4,"queue_limit":8,"waiting_limit":2,"prefilling":1},…]},
+//	   "prefill_tokens":1800,"queued_tokens":0,"prefill_token_limit":8192,"queue_token_limit":65536,
+//	   "ranks":[{"dp_rank":0,"in_flight":2,"queued":0,"limit":4,"queue_limit":8,"waiting_limit":2,"prefilling":1,
+//	     "prefill_tokens":1800,"queued_tokens":0,"prefill_token_limit":4096,"queue_token_limit":32768},…]},
 //	 "thresholds":{"active_decode_blocks_threshold":0.85,
 //	   "active_prefill_tokens_threshold":null,"active_prefill_tokens_threshold_frac":null},
 //	 "ranks":[{"dp_rank":0,"busy":false,"kv_total_blocks":4096,"kv_used_blocks":512,…,
@@ -24,6 +35,8 @@ type (
 	snapshotJSON struct {
 		Seq        uint64         `json:"seq"`
 		At         time.Time      `json:"at"`
+		Epoch      uint64         `json:"epoch,string"`
+		TTLMillis  int64          `json:"ttl_ms"`
 		Busy       bool           `json:"busy"`
 		Stale      bool           `json:"stale"`
 		Engine     engineJSON     `json:"engine"`
@@ -38,22 +51,30 @@ type (
 		Error         string     `json:"error,omitempty"`
 	}
 	requestsJSON struct {
-		InFlight     int                `json:"in_flight"`
-		Queued       int                `json:"queued"`
-		Limit        int                `json:"limit"`
-		QueueLimit   int                `json:"queue_limit"`
-		WaitingLimit int                `json:"waiting_limit"`
-		Prefilling   int                `json:"prefilling"`
-		Ranks        []rankRequestsJSON `json:"ranks,omitempty"`
+		InFlight          int                `json:"in_flight"`
+		Queued            int                `json:"queued"`
+		Limit             int                `json:"limit"`
+		QueueLimit        int                `json:"queue_limit"`
+		WaitingLimit      int                `json:"waiting_limit"`
+		Prefilling        int                `json:"prefilling"`
+		PrefillTokens     int64              `json:"prefill_tokens"`
+		QueuedTokens      int64              `json:"queued_tokens"`
+		PrefillTokenLimit int64              `json:"prefill_token_limit"`
+		QueueTokenLimit   int64              `json:"queue_token_limit"`
+		Ranks             []rankRequestsJSON `json:"ranks,omitempty"`
 	}
 	rankRequestsJSON struct {
-		DPRank       int `json:"dp_rank"`
-		InFlight     int `json:"in_flight"`
-		Queued       int `json:"queued"`
-		Limit        int `json:"limit"`
-		QueueLimit   int `json:"queue_limit"`
-		WaitingLimit int `json:"waiting_limit"`
-		Prefilling   int `json:"prefilling"`
+		DPRank            int   `json:"dp_rank"`
+		InFlight          int   `json:"in_flight"`
+		Queued            int   `json:"queued"`
+		Limit             int   `json:"limit"`
+		QueueLimit        int   `json:"queue_limit"`
+		WaitingLimit      int   `json:"waiting_limit"`
+		Prefilling        int   `json:"prefilling"`
+		PrefillTokens     int64 `json:"prefill_tokens"`
+		QueuedTokens      int64 `json:"queued_tokens"`
+		PrefillTokenLimit int64 `json:"prefill_token_limit"`
+		QueueTokenLimit   int64 `json:"queue_token_limit"`
 	}
 	thresholdsJSON struct {
 		ActiveDecodeBlocks      *float64 `json:"active_decode_blocks_threshold"`
@@ -78,7 +99,7 @@ type (
 // MarshalJSON writes the wire form described above.
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
 	out := snapshotJSON{
-		Seq: s.Seq, At: s.At.UTC(), Busy: s.Busy, Stale: s.Stale,
+		Seq: s.Seq, At: s.At.UTC(), Epoch: s.Epoch, TTLMillis: s.TTL.Milliseconds(), Busy: s.Busy, Stale: s.Stale,
 		Engine: engineJSON{
 			Dialect: s.Engine.Dialect, FailedScrapes: s.Engine.FailedScrapes, Error: s.Engine.Error,
 		},
@@ -102,6 +123,8 @@ func requestsToJSON(r *Requests) requestsJSON {
 	out := requestsJSON{
 		InFlight: r.InFlight, Queued: r.Queued, Limit: r.Limit, QueueLimit: r.QueueLimit,
 		WaitingLimit: r.WaitingLimit, Prefilling: r.Prefilling,
+		PrefillTokens: r.PrefillTokens, QueuedTokens: r.QueuedTokens,
+		PrefillTokenLimit: r.PrefillTokenLimit, QueueTokenLimit: r.QueueTokenLimit,
 	}
 	if len(r.Ranks) > 0 {
 		out.Ranks = make([]rankRequestsJSON, len(r.Ranks))
@@ -141,8 +164,12 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return fmt.Errorf("load snapshot: %w", err)
 	}
+	ttl, err := ttlFromMillis(in.TTLMillis)
+	if err != nil {
+		return err
+	}
 	*s = Snapshot{
-		Seq: in.Seq, At: in.At, Busy: in.Busy, Stale: in.Stale,
+		Seq: in.Seq, At: in.At, Epoch: in.Epoch, TTL: ttl, Busy: in.Busy, Stale: in.Stale,
 		Engine:     Engine{Dialect: in.Engine.Dialect, FailedScrapes: in.Engine.FailedScrapes, Error: in.Engine.Error},
 		Requests:   requestsFromJSON(&in.Requests),
 		Thresholds: Thresholds(in.Thresholds),
@@ -157,11 +184,25 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxTTLMillis is the longest TTL a time.Duration holds, in milliseconds.
+const maxTTLMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// ttlFromMillis reads "ttl_ms": a TTL that is negative, or too long for a
+// time.Duration, is an error rather than a wrapped-around duration.
+func ttlFromMillis(ms int64) (time.Duration, error) {
+	if ms < 0 || ms > maxTTLMillis {
+		return 0, fmt.Errorf("load snapshot: ttl_ms %d is not between 0 and %d", ms, maxTTLMillis)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
 // requestsFromJSON copies in; Ranks is nil when there are none.
 func requestsFromJSON(in *requestsJSON) Requests {
 	r := Requests{
 		InFlight: in.InFlight, Queued: in.Queued, Limit: in.Limit, QueueLimit: in.QueueLimit,
 		WaitingLimit: in.WaitingLimit, Prefilling: in.Prefilling,
+		PrefillTokens: in.PrefillTokens, QueuedTokens: in.QueuedTokens,
+		PrefillTokenLimit: in.PrefillTokenLimit, QueueTokenLimit: in.QueueTokenLimit,
 	}
 	if len(in.Ranks) > 0 {
 		r.Ranks = make([]RankRequests, len(in.Ranks))

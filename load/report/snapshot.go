@@ -39,6 +39,18 @@ type Snapshot struct {
 	Seq uint64
 	// At is when the snapshot was computed.
 	At time.Time
+	// Epoch identifies the slotgate process that published the snapshot: a
+	// random non-zero 64-bit boot id, drawn once when its Hub is made and
+	// the same in every snapshot it publishes. A reader that sees it change
+	// knows the worker restarted (its Seq starts again at 1) and drops what
+	// it knew of it, in-flight counts included. 0 means a sidecar from
+	// before epochs.
+	Epoch uint64
+	// TTL is how long a reader may trust the snapshot without a newer one:
+	// after At+TTL with nothing newer, the worker is to be taken as gone,
+	// not idle. The Hub sets it, by default to three heartbeats, so one or
+	// two lost heartbeats are no alarm. 0 means a sidecar from before TTLs.
+	TTL time.Duration
 	// Busy is the worker's busy state: every rank busy under the current
 	// thresholds (false when no threshold is set).
 	Busy bool
@@ -87,6 +99,15 @@ type Requests struct {
 	// WaitingLimit but just after W was lowered (which takes no place
 	// back).
 	Prefilling int
+	// PrefillTokens is the prompt tokens of the Prefilling requests, and
+	// QueuedTokens those of the Queued ones. slotgate counts an HTTP
+	// request's tokens only while a token limit is in force, so both stay
+	// 0 without one.
+	PrefillTokens, QueuedTokens int64
+	// PrefillTokenLimit is P (--engine-prefill-token-limit), and
+	// QueueTokenLimit the queue's bound in tokens
+	// (--request-queue-token-limit); both 0 when not set.
+	PrefillTokenLimit, QueueTokenLimit int64
 	// Ranks is each data-parallel rank's admission state, one entry per
 	// rank sorted by DPRank, when each rank has limits of its own; nil
 	// when the limits are for the whole engine.
@@ -110,13 +131,21 @@ type RankRequests struct {
 	// Prefilling is the rank's requests in flight before their first
 	// generated token.
 	Prefilling int
+	// PrefillTokens and QueuedTokens are the prompt tokens of the rank's
+	// Prefilling and Queued requests (0 without a token limit).
+	PrefillTokens, QueuedTokens int64
+	// PrefillTokenLimit is the rank's P and QueueTokenLimit its queue's
+	// bound in tokens; both 0 when not set.
+	PrefillTokenLimit, QueueTokenLimit int64
 }
 
 // equal reports whether r and o are the same admission state, rank by
 // rank. A nil Ranks and an empty one are the same.
 func (r *Requests) equal(o *Requests) bool {
 	return r.InFlight == o.InFlight && r.Queued == o.Queued && r.Limit == o.Limit && r.QueueLimit == o.QueueLimit &&
-		r.WaitingLimit == o.WaitingLimit && r.Prefilling == o.Prefilling && slices.Equal(r.Ranks, o.Ranks)
+		r.WaitingLimit == o.WaitingLimit && r.Prefilling == o.Prefilling &&
+		r.PrefillTokens == o.PrefillTokens && r.QueuedTokens == o.QueuedTokens &&
+		r.PrefillTokenLimit == o.PrefillTokenLimit && r.QueueTokenLimit == o.QueueTokenLimit && slices.Equal(r.Ranks, o.Ranks)
 }
 
 // Thresholds are the busy thresholds, with Dynamo's meaning; a nil field
@@ -169,9 +198,10 @@ type namedField struct {
 }
 
 // SameLoad reports whether s and o describe the same load: everything is
-// equal but Seq, At and the engine's scrape record (time, failures,
-// error). A scrape that finds the same values, or fails without making
-// the snapshot Stale, is no news; heartbeats carry its record.
+// equal but Seq, At, Epoch and TTL (the publisher's stamps, set by the
+// Hub) and the engine's scrape record (time, failures, error). A scrape
+// that finds the same values, or fails without making the snapshot
+// Stale, is no news; heartbeats carry its record.
 func (s *Snapshot) SameLoad(o *Snapshot) bool {
 	return s.Busy == o.Busy && s.Stale == o.Stale && s.Requests.equal(&o.Requests) && s.Engine.Dialect == o.Engine.Dialect &&
 		s.Thresholds.equal(o.Thresholds) && slices.Equal(s.Ranks, o.Ranks)

@@ -17,11 +17,15 @@ import (
 func sample() *report.Snapshot {
 	return &report.Snapshot{
 		Seq: 7, At: time.Date(2026, 12, 2, 21, 0, 0, 123e6, time.UTC), Busy: true,
+		Epoch: 18446744073709551557, TTL: 3 * time.Second, // the largest 64-bit prime: no float64 holds it
 		Engine: report.Engine{Dialect: "vllm", ScrapedAt: time.Date(2026, 12, 2, 20, 59, 59, 0, time.UTC)},
 		Requests: report.Requests{InFlight: 3, Queued: 1, Limit: 8, QueueLimit: 16, WaitingLimit: 6, Prefilling: 2,
+			PrefillTokens: 1800, QueuedTokens: 700, PrefillTokenLimit: 8192, QueueTokenLimit: 65536,
 			Ranks: []report.RankRequests{
-				{DPRank: 0, InFlight: 2, Queued: 1, Limit: 4, QueueLimit: 8, WaitingLimit: 3, Prefilling: 2},
-				{DPRank: 1, InFlight: 1, Queued: 0, Limit: 4, QueueLimit: 8, WaitingLimit: 3, Prefilling: 0},
+				{DPRank: 0, InFlight: 2, Queued: 1, Limit: 4, QueueLimit: 8, WaitingLimit: 3, Prefilling: 2,
+					PrefillTokens: 1800, QueuedTokens: 700, PrefillTokenLimit: 4096, QueueTokenLimit: 32768},
+				{DPRank: 1, InFlight: 1, Queued: 0, Limit: 4, QueueLimit: 8, WaitingLimit: 3, Prefilling: 0,
+					PrefillTokenLimit: 4096, QueueTokenLimit: 32768},
 			}},
 		Thresholds: report.Thresholds{ActiveDecodeBlocks: ptr(0.85)},
 		Ranks: []report.Rank{
@@ -53,6 +57,8 @@ func TestJSONShape(t *testing.T) {
 	}{
 		{"seq", m["seq"], 7.0},
 		{"at", m["at"], "2026-12-02T21:00:00.123Z"},
+		{"epoch", m["epoch"], "18446744073709551557"},
+		{"ttl_ms", m["ttl_ms"], 3000.0},
 		{"busy", m["busy"], true},
 		{"engine.scraped_at", m["engine"].(map[string]any)["scraped_at"], "2026-12-02T20:59:59Z"},
 		{"requests.in_flight", reqs["in_flight"], 3.0},
@@ -61,6 +67,10 @@ func TestJSONShape(t *testing.T) {
 		{"requests.queue_limit", reqs["queue_limit"], 16.0},
 		{"requests.waiting_limit", reqs["waiting_limit"], 6.0},
 		{"requests.prefilling", reqs["prefilling"], 2.0},
+		{"requests.prefill_tokens", reqs["prefill_tokens"], 1800.0},
+		{"requests.queued_tokens", reqs["queued_tokens"], 700.0},
+		{"requests.prefill_token_limit", reqs["prefill_token_limit"], 8192.0},
+		{"requests.queue_token_limit", reqs["queue_token_limit"], 65536.0},
 		{"requests.ranks", len(reqs["ranks"].([]any)), 2},
 		{"thresholds decode", m["thresholds"].(map[string]any)["active_decode_blocks_threshold"], 0.85},
 		{"thresholds tokens", m["thresholds"].(map[string]any)["active_prefill_tokens_threshold"], nil},
@@ -81,7 +91,8 @@ func TestJSONShape(t *testing.T) {
 	// shows.
 	s := sample()
 	s.Requests.Ranks = []report.RankRequests{
-		{DPRank: 1, InFlight: 2, Queued: 3, Limit: 4, QueueLimit: 5, WaitingLimit: 6, Prefilling: 7},
+		{DPRank: 1, InFlight: 2, Queued: 3, Limit: 4, QueueLimit: 5, WaitingLimit: 6, Prefilling: 7,
+			PrefillTokens: 8, QueuedTokens: 9, PrefillTokenLimit: 10, QueueTokenLimit: 11},
 	}
 	b, err = json.Marshal(s)
 	if err != nil {
@@ -96,7 +107,8 @@ func TestJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"dp_rank": 1.0, "in_flight": 2.0, "queued": 3.0, "limit": 4.0, "queue_limit": 5.0,
-		"waiting_limit": 6.0, "prefilling": 7.0}
+		"waiting_limit": 6.0, "prefilling": 7.0, "prefill_tokens": 8.0, "queued_tokens": 9.0, "prefill_token_limit": 10.0,
+		"queue_token_limit": 11.0}
 	if len(got.Requests.Ranks) != 1 || !maps.Equal(got.Requests.Ranks[0], want) {
 		t.Errorf("requests.ranks = %v, want [%v]", got.Requests.Ranks, want)
 	}
@@ -144,8 +156,12 @@ func TestJSONReadsOlderSidecar(t *testing.T) {
 	want := report.Requests{InFlight: 2, Queued: 1, Limit: 8, QueueLimit: 4}
 	if s.Requests.InFlight != want.InFlight || s.Requests.Queued != want.Queued || s.Requests.Limit != want.Limit ||
 		s.Requests.QueueLimit != want.QueueLimit || s.Requests.WaitingLimit != 0 || s.Requests.Prefilling != 0 ||
-		s.Requests.Ranks != nil {
+		s.Requests.PrefillTokens != 0 || s.Requests.QueuedTokens != 0 || s.Requests.PrefillTokenLimit != 0 ||
+		s.Requests.QueueTokenLimit != 0 || s.Requests.Ranks != nil {
 		t.Errorf("requests = %+v, want %+v", s.Requests, want)
+	}
+	if s.Epoch != 0 || s.TTL != 0 {
+		t.Errorf("epoch %d, TTL %v; want 0 and 0 from a sidecar without them", s.Epoch, s.TTL)
 	}
 }
 
@@ -162,6 +178,12 @@ func TestSameLoadRequests(t *testing.T) {
 		{"queue limit", func(r *report.Requests) { r.QueueLimit++ }},
 		{"waiting limit", func(r *report.Requests) { r.WaitingLimit++ }},
 		{"prefilling", func(r *report.Requests) { r.Prefilling-- }},
+		{"prefill tokens", func(r *report.Requests) { r.PrefillTokens++ }},
+		{"queued tokens", func(r *report.Requests) { r.QueuedTokens-- }},
+		{"prefill token limit", func(r *report.Requests) { r.PrefillTokenLimit++ }},
+		{"queue token limit", func(r *report.Requests) { r.QueueTokenLimit++ }},
+		{"a rank's queued tokens", func(r *report.Requests) { r.Ranks[0].QueuedTokens++ }},
+		{"a rank's prefill token limit", func(r *report.Requests) { r.Ranks[1].PrefillTokenLimit-- }},
 		{"a rank's prefilling", func(r *report.Requests) { r.Ranks[1].Prefilling++ }},
 		{"a rank's waiting limit", func(r *report.Requests) { r.Ranks[0].WaitingLimit++ }},
 		{"a rank more", func(r *report.Requests) { r.Ranks = append(r.Ranks, report.RankRequests{DPRank: 2}) }},
@@ -195,16 +217,23 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !out.SameLoad(in) || out.Seq != in.Seq || !out.At.Equal(in.At) || !out.Engine.ScrapedAt.Equal(in.Engine.ScrapedAt) {
+	if !out.SameLoad(in) || out.Seq != in.Seq || !out.At.Equal(in.At) || !out.Engine.ScrapedAt.Equal(in.Engine.ScrapedAt) ||
+		out.Epoch != in.Epoch || out.TTL != in.TTL {
 		t.Errorf("round trip:\n got %+v\nwant %+v", out, *in)
 	}
 }
 
 func TestUnmarshalRejectsGarbage(t *testing.T) {
 	var s report.Snapshot
-	for _, in := range []string{`[]`, `{"seq":"x"}`, `{"ranks":[{"kv_total_blocks":"many"}]}`} {
+	for _, in := range []string{
+		`[]`, `{"seq":"x"}`, `{"ranks":[{"kv_total_blocks":"many"}]}`,
+		`{"epoch":5}`, `{"epoch":"x"}`, `{"epoch":"-1"}`, `{"epoch":"18446744073709551616"}`, `{"epoch":"1.5"}`,
+		`{"ttl_ms":-1}`, `{"ttl_ms":9223372036855}`, `{"ttl_ms":1.5}`, `{"ttl_ms":"3000"}`,
+		`{"requests":{"prefill_tokens":"many"}}`, `{"requests":{"queued_tokens":-0.5}}`,
+		`{"requests":{"prefill_token_limit":true}}`, `{"requests":{"ranks":[{"queue_token_limit":[]}]}}`,
+	} {
 		if err := json.Unmarshal([]byte(in), &s); err == nil {
-			t.Errorf("Unmarshal(%s) succeeded", in)
+			t.Errorf("Unmarshal(%s) succeeded: %+v", in, s)
 		}
 	}
 }

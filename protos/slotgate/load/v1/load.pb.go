@@ -13,6 +13,7 @@ package loadv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -180,7 +181,18 @@ type Load struct {
 	// thresholds are the busy thresholds in force.
 	Thresholds *Thresholds `protobuf:"bytes,7,opt,name=thresholds,proto3" json:"thresholds,omitempty"`
 	// ranks are the data-parallel ranks, sorted by dp_rank; at least one.
-	Ranks         []*Rank `protobuf:"bytes,8,rep,name=ranks,proto3" json:"ranks,omitempty"`
+	Ranks []*Rank `protobuf:"bytes,8,rep,name=ranks,proto3" json:"ranks,omitempty"`
+	// epoch identifies the slotgate process that published the load: a
+	// random non-zero boot id, the same in every load that process
+	// publishes. A reader that sees it change knows the worker restarted
+	// (seq starts again at 1) and drops what it knew of it. 0 from a
+	// slotgate from before epochs.
+	Epoch uint64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// ttl is how long a reader may trust this load without a newer one:
+	// after at + ttl with nothing newer, the worker is to be taken as gone,
+	// not idle. Three heartbeats by default. Unset from a slotgate from
+	// before TTLs.
+	Ttl           *durationpb.Duration `protobuf:"bytes,10,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -267,6 +279,20 @@ func (x *Load) GetThresholds() *Thresholds {
 func (x *Load) GetRanks() []*Rank {
 	if x != nil {
 		return x.Ranks
+	}
+	return nil
+}
+
+func (x *Load) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Load) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
 	}
 	return nil
 }
@@ -372,9 +398,21 @@ type Requests struct {
 	// ranks is each data-parallel rank's admission state, one entry per
 	// rank sorted by dp_rank, when each rank has limits of its own; empty
 	// when the limits are for the whole engine.
-	Ranks         []*RankRequests `protobuf:"bytes,7,rep,name=ranks,proto3" json:"ranks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Ranks []*RankRequests `protobuf:"bytes,7,rep,name=ranks,proto3" json:"ranks,omitempty"`
+	// prefill_tokens is the prompt tokens of the prefilling requests.
+	// slotgate counts an HTTP request's tokens only while a token limit is
+	// in force: without one this and queued_tokens are 0.
+	PrefillTokens int64 `protobuf:"varint,8,opt,name=prefill_tokens,json=prefillTokens,proto3" json:"prefill_tokens,omitempty"`
+	// queued_tokens is the prompt tokens of the queued requests.
+	QueuedTokens int64 `protobuf:"varint,9,opt,name=queued_tokens,json=queuedTokens,proto3" json:"queued_tokens,omitempty"`
+	// prefill_token_limit is P, the bound on prefill_tokens
+	// (--engine-prefill-token-limit); 0 when it is not set.
+	PrefillTokenLimit int64 `protobuf:"varint,10,opt,name=prefill_token_limit,json=prefillTokenLimit,proto3" json:"prefill_token_limit,omitempty"`
+	// queue_token_limit is the bound on queued_tokens
+	// (--request-queue-token-limit); 0 when it is not set.
+	QueueTokenLimit int64 `protobuf:"varint,11,opt,name=queue_token_limit,json=queueTokenLimit,proto3" json:"queue_token_limit,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Requests) Reset() {
@@ -456,6 +494,34 @@ func (x *Requests) GetRanks() []*RankRequests {
 	return nil
 }
 
+func (x *Requests) GetPrefillTokens() int64 {
+	if x != nil {
+		return x.PrefillTokens
+	}
+	return 0
+}
+
+func (x *Requests) GetQueuedTokens() int64 {
+	if x != nil {
+		return x.QueuedTokens
+	}
+	return 0
+}
+
+func (x *Requests) GetPrefillTokenLimit() int64 {
+	if x != nil {
+		return x.PrefillTokenLimit
+	}
+	return 0
+}
+
+func (x *Requests) GetQueueTokenLimit() int64 {
+	if x != nil {
+		return x.QueueTokenLimit
+	}
+	return 0
+}
+
 // RankRequests is one data-parallel rank's admission state, under the
 // limits of its own limiter. The fields mean what those of Requests do,
 // for the requests admitted to, or waiting for, this rank.
@@ -475,9 +541,20 @@ type RankRequests struct {
 	WaitingLimit int64 `protobuf:"varint,6,opt,name=waiting_limit,json=waitingLimit,proto3" json:"waiting_limit,omitempty"`
 	// prefilling is the rank's requests in flight before their first
 	// generated token.
-	Prefilling    int64 `protobuf:"varint,7,opt,name=prefilling,proto3" json:"prefilling,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Prefilling int64 `protobuf:"varint,7,opt,name=prefilling,proto3" json:"prefilling,omitempty"`
+	// prefill_tokens is the prompt tokens of the rank's prefilling
+	// requests; 0 without a token limit.
+	PrefillTokens int64 `protobuf:"varint,8,opt,name=prefill_tokens,json=prefillTokens,proto3" json:"prefill_tokens,omitempty"`
+	// queued_tokens is the prompt tokens of the rank's queued requests; 0
+	// without a token limit.
+	QueuedTokens int64 `protobuf:"varint,9,opt,name=queued_tokens,json=queuedTokens,proto3" json:"queued_tokens,omitempty"`
+	// prefill_token_limit is the rank's P; 0 when it is not set.
+	PrefillTokenLimit int64 `protobuf:"varint,10,opt,name=prefill_token_limit,json=prefillTokenLimit,proto3" json:"prefill_token_limit,omitempty"`
+	// queue_token_limit is the rank's queue bound in tokens; 0 when it is
+	// not set.
+	QueueTokenLimit int64 `protobuf:"varint,11,opt,name=queue_token_limit,json=queueTokenLimit,proto3" json:"queue_token_limit,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RankRequests) Reset() {
@@ -555,6 +632,34 @@ func (x *RankRequests) GetWaitingLimit() int64 {
 func (x *RankRequests) GetPrefilling() int64 {
 	if x != nil {
 		return x.Prefilling
+	}
+	return 0
+}
+
+func (x *RankRequests) GetPrefillTokens() int64 {
+	if x != nil {
+		return x.PrefillTokens
+	}
+	return 0
+}
+
+func (x *RankRequests) GetQueuedTokens() int64 {
+	if x != nil {
+		return x.QueuedTokens
+	}
+	return 0
+}
+
+func (x *RankRequests) GetPrefillTokenLimit() int64 {
+	if x != nil {
+		return x.PrefillTokenLimit
+	}
+	return 0
+}
+
+func (x *RankRequests) GetQueueTokenLimit() int64 {
+	if x != nil {
+		return x.QueueTokenLimit
 	}
 	return 0
 }
@@ -822,9 +927,9 @@ var File_slotgate_load_v1_load_proto protoreflect.FileDescriptor
 
 const file_slotgate_load_v1_load_proto_rawDesc = "" +
 	"\n" +
-	"\x1bslotgate/load/v1/load.proto\x12\x10slotgate.load.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x10\n" +
+	"\x1bslotgate/load/v1/load.proto\x12\x10slotgate.load.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x10\n" +
 	"\x0eGetLoadRequest\"\x12\n" +
-	"\x10WatchLoadRequest\"\xc4\x02\n" +
+	"\x10WatchLoadRequest\"\x87\x03\n" +
 	"\x04Load\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12*\n" +
 	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x12\n" +
@@ -835,13 +940,16 @@ const file_slotgate_load_v1_load_proto_rawDesc = "" +
 	"\n" +
 	"thresholds\x18\a \x01(\v2\x1c.slotgate.load.v1.ThresholdsR\n" +
 	"thresholds\x12,\n" +
-	"\x05ranks\x18\b \x03(\v2\x16.slotgate.load.v1.RankR\x05ranks\"\x9a\x01\n" +
+	"\x05ranks\x18\b \x03(\v2\x16.slotgate.load.v1.RankR\x05ranks\x12\x14\n" +
+	"\x05epoch\x18\t \x01(\x04R\x05epoch\x12+\n" +
+	"\x03ttl\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"\x9a\x01\n" +
 	"\x06Engine\x12\x18\n" +
 	"\adialect\x18\x01 \x01(\tR\adialect\x129\n" +
 	"\n" +
 	"scraped_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tscrapedAt\x12%\n" +
 	"\x0efailed_scrapes\x18\x03 \x01(\x03R\rfailedScrapes\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"\xf1\x01\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\x99\x03\n" +
 	"\bRequests\x12\x1b\n" +
 	"\tin_flight\x18\x01 \x01(\x03R\binFlight\x12\x16\n" +
 	"\x06queued\x18\x02 \x01(\x03R\x06queued\x12\x14\n" +
@@ -852,7 +960,12 @@ const file_slotgate_load_v1_load_proto_rawDesc = "" +
 	"\n" +
 	"prefilling\x18\x06 \x01(\x03R\n" +
 	"prefilling\x124\n" +
-	"\x05ranks\x18\a \x03(\v2\x1e.slotgate.load.v1.RankRequestsR\x05ranks\"\xd8\x01\n" +
+	"\x05ranks\x18\a \x03(\v2\x1e.slotgate.load.v1.RankRequestsR\x05ranks\x12%\n" +
+	"\x0eprefill_tokens\x18\b \x01(\x03R\rprefillTokens\x12#\n" +
+	"\rqueued_tokens\x18\t \x01(\x03R\fqueuedTokens\x12.\n" +
+	"\x13prefill_token_limit\x18\n" +
+	" \x01(\x03R\x11prefillTokenLimit\x12*\n" +
+	"\x11queue_token_limit\x18\v \x01(\x03R\x0fqueueTokenLimit\"\x80\x03\n" +
 	"\fRankRequests\x12\x17\n" +
 	"\adp_rank\x18\x01 \x01(\x03R\x06dpRank\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x03R\binFlight\x12\x16\n" +
@@ -863,7 +976,12 @@ const file_slotgate_load_v1_load_proto_rawDesc = "" +
 	"\rwaiting_limit\x18\x06 \x01(\x03R\fwaitingLimit\x12\x1e\n" +
 	"\n" +
 	"prefilling\x18\a \x01(\x03R\n" +
-	"prefilling\"\x90\x02\n" +
+	"prefilling\x12%\n" +
+	"\x0eprefill_tokens\x18\b \x01(\x03R\rprefillTokens\x12#\n" +
+	"\rqueued_tokens\x18\t \x01(\x03R\fqueuedTokens\x12.\n" +
+	"\x13prefill_token_limit\x18\n" +
+	" \x01(\x03R\x11prefillTokenLimit\x12*\n" +
+	"\x11queue_token_limit\x18\v \x01(\x03R\x0fqueueTokenLimit\"\x90\x02\n" +
 	"\n" +
 	"Thresholds\x125\n" +
 	"\x14active_decode_blocks\x18\x01 \x01(\x01H\x00R\x12activeDecodeBlocks\x88\x01\x01\x127\n" +
@@ -923,6 +1041,7 @@ var file_slotgate_load_v1_load_proto_goTypes = []any{
 	(*Rank)(nil),                  // 8: slotgate.load.v1.Rank
 	(*Count)(nil),                 // 9: slotgate.load.v1.Count
 	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
 }
 var file_slotgate_load_v1_load_proto_depIdxs = []int32{
 	10, // 0: slotgate.load.v1.Load.at:type_name -> google.protobuf.Timestamp
@@ -930,26 +1049,27 @@ var file_slotgate_load_v1_load_proto_depIdxs = []int32{
 	5,  // 2: slotgate.load.v1.Load.requests:type_name -> slotgate.load.v1.Requests
 	7,  // 3: slotgate.load.v1.Load.thresholds:type_name -> slotgate.load.v1.Thresholds
 	8,  // 4: slotgate.load.v1.Load.ranks:type_name -> slotgate.load.v1.Rank
-	10, // 5: slotgate.load.v1.Engine.scraped_at:type_name -> google.protobuf.Timestamp
-	6,  // 6: slotgate.load.v1.Requests.ranks:type_name -> slotgate.load.v1.RankRequests
-	9,  // 7: slotgate.load.v1.Rank.kv_total_blocks:type_name -> slotgate.load.v1.Count
-	9,  // 8: slotgate.load.v1.Rank.kv_used_blocks:type_name -> slotgate.load.v1.Count
-	9,  // 9: slotgate.load.v1.Rank.active_decode_blocks:type_name -> slotgate.load.v1.Count
-	9,  // 10: slotgate.load.v1.Rank.active_prefill_tokens:type_name -> slotgate.load.v1.Count
-	9,  // 11: slotgate.load.v1.Rank.max_num_batched_tokens:type_name -> slotgate.load.v1.Count
-	9,  // 12: slotgate.load.v1.Rank.num_requests_running:type_name -> slotgate.load.v1.Count
-	9,  // 13: slotgate.load.v1.Rank.num_requests_waiting:type_name -> slotgate.load.v1.Count
-	9,  // 14: slotgate.load.v1.Rank.block_size:type_name -> slotgate.load.v1.Count
-	0,  // 15: slotgate.load.v1.Count.source:type_name -> slotgate.load.v1.Source
-	1,  // 16: slotgate.load.v1.LoadReporter.GetLoad:input_type -> slotgate.load.v1.GetLoadRequest
-	2,  // 17: slotgate.load.v1.LoadReporter.WatchLoad:input_type -> slotgate.load.v1.WatchLoadRequest
-	3,  // 18: slotgate.load.v1.LoadReporter.GetLoad:output_type -> slotgate.load.v1.Load
-	3,  // 19: slotgate.load.v1.LoadReporter.WatchLoad:output_type -> slotgate.load.v1.Load
-	18, // [18:20] is the sub-list for method output_type
-	16, // [16:18] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	11, // 5: slotgate.load.v1.Load.ttl:type_name -> google.protobuf.Duration
+	10, // 6: slotgate.load.v1.Engine.scraped_at:type_name -> google.protobuf.Timestamp
+	6,  // 7: slotgate.load.v1.Requests.ranks:type_name -> slotgate.load.v1.RankRequests
+	9,  // 8: slotgate.load.v1.Rank.kv_total_blocks:type_name -> slotgate.load.v1.Count
+	9,  // 9: slotgate.load.v1.Rank.kv_used_blocks:type_name -> slotgate.load.v1.Count
+	9,  // 10: slotgate.load.v1.Rank.active_decode_blocks:type_name -> slotgate.load.v1.Count
+	9,  // 11: slotgate.load.v1.Rank.active_prefill_tokens:type_name -> slotgate.load.v1.Count
+	9,  // 12: slotgate.load.v1.Rank.max_num_batched_tokens:type_name -> slotgate.load.v1.Count
+	9,  // 13: slotgate.load.v1.Rank.num_requests_running:type_name -> slotgate.load.v1.Count
+	9,  // 14: slotgate.load.v1.Rank.num_requests_waiting:type_name -> slotgate.load.v1.Count
+	9,  // 15: slotgate.load.v1.Rank.block_size:type_name -> slotgate.load.v1.Count
+	0,  // 16: slotgate.load.v1.Count.source:type_name -> slotgate.load.v1.Source
+	1,  // 17: slotgate.load.v1.LoadReporter.GetLoad:input_type -> slotgate.load.v1.GetLoadRequest
+	2,  // 18: slotgate.load.v1.LoadReporter.WatchLoad:input_type -> slotgate.load.v1.WatchLoadRequest
+	3,  // 19: slotgate.load.v1.LoadReporter.GetLoad:output_type -> slotgate.load.v1.Load
+	3,  // 20: slotgate.load.v1.LoadReporter.WatchLoad:output_type -> slotgate.load.v1.Load
+	19, // [19:21] is the sub-list for method output_type
+	17, // [17:19] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_slotgate_load_v1_load_proto_init() }
