@@ -238,3 +238,41 @@ func TestHelmFixtures(t *testing.T) {
 		}
 	})
 }
+
+// TestHelmIssue19Values: the chart takes the token limits, the
+// first-token watchdog and --retry-after auto, and refuses at render what
+// slotgate would refuse at start: a token limit without N or W.
+func TestHelmIssue19Values(t *testing.T) {
+	ch, err := loader.LoadDir(helmChartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := map[string]any{
+		"limits":   map[string]any{"engineRequestLimit": 8, "enginePrefillTokenLimit": 16384, "requestQueueTokenLimit": 262144},
+		"overload": map[string]any{"retryAfter": "auto"},
+		"timeouts": map[string]any{"firstTokenTimeout": "10s", "firstTokenTimeoutPer1kTokens": "500ms"},
+	}
+	out, err := helmRender(ch, good)
+	if err != nil {
+		t.Fatalf("rendering the token limits, the watchdog and retryAfter auto: %v", err)
+	}
+	for _, want := range []string{"SLOTGATE_ENGINE_PREFILL_TOKEN_LIMIT", "SLOTGATE_REQUEST_QUEUE_TOKEN_LIMIT",
+		"SLOTGATE_FIRST_TOKEN_TIMEOUT", "SLOTGATE_FIRST_TOKEN_TIMEOUT_PER_1K_TOKENS", `value: "auto"`} {
+		found := false
+		for _, doc := range out {
+			found = found || strings.Contains(doc, want)
+		}
+		if !found {
+			t.Errorf("the render has no %s", want)
+		}
+	}
+	for _, name := range []string{"enginePrefillTokenLimit", "requestQueueTokenLimit"} {
+		_, err := helmRender(ch, map[string]any{"limits": map[string]any{name: 1000}})
+		if err == nil || !strings.Contains(err.Error(), "needs N or W") {
+			t.Errorf("limits.%s without N or W: %v; want the chart to refuse it", name, err)
+		}
+	}
+	if _, err := helmRender(ch, map[string]any{"overload": map[string]any{"retryAfter": "automatic"}}); err == nil {
+		t.Error(`overload.retryAfter "automatic" rendered; the schema should reject it`)
+	}
+}

@@ -55,6 +55,8 @@ everything else only when set, so slotgate's defaults apply otherwise.
 {{- include "slotgate.envVar" (list "DYN_BACKEND_ADMISSION_ENGINE_REQUEST_LIMIT" $v.limits.engineRequestLimit "int") }}
 {{- include "slotgate.envVar" (list "DYN_BACKEND_ADMISSION_ENGINE_REQUEST_WAITING_LIMIT" $v.limits.engineRequestWaitingLimit "int") }}
 {{- include "slotgate.envVar" (list "DYN_BACKEND_ADMISSION_REQUEST_QUEUE_LIMIT" $v.limits.requestQueueLimit "int") }}
+{{- include "slotgate.envVar" (list "SLOTGATE_ENGINE_PREFILL_TOKEN_LIMIT" $v.limits.enginePrefillTokenLimit "int") }}
+{{- include "slotgate.envVar" (list "SLOTGATE_REQUEST_QUEUE_TOKEN_LIMIT" $v.limits.requestQueueTokenLimit "int") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_PER_RANK_LIMITS" $v.limits.perRankLimits "bool") }}
 {{- /* Dynamo 1.5 and 1.7 names */}}
 {{- include "slotgate.envVar" (list "DYN_ENGINE_REQUEST_LIMIT" $v.dynamo15.engineRequestLimit "int") }}
@@ -79,6 +81,8 @@ everything else only when set, so slotgate's defaults apply otherwise.
 {{- include "slotgate.envVar" (list "SLOTGATE_SHUTDOWN_TIMEOUT" $v.timeouts.shutdown "str") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_DRAIN_DELAY" $v.timeouts.drainDelay "str") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_ABORT_GRACE" $v.timeouts.abortGrace "str") }}
+{{- include "slotgate.envVar" (list "SLOTGATE_FIRST_TOKEN_TIMEOUT" $v.timeouts.firstTokenTimeout "str") }}
+{{- include "slotgate.envVar" (list "SLOTGATE_FIRST_TOKEN_TIMEOUT_PER_1K_TOKENS" $v.timeouts.firstTokenTimeoutPer1kTokens "str") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_MAX_REQUEST_BODY_BYTES" $v.bodies.maxRequestBodyBytes "int") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_MAX_BUFFERED_BODY_BYTES" $v.bodies.maxBufferedBodyBytes "int") }}
 {{- /* the engine */}}

@@ -10,6 +10,12 @@ Renders nothing.
 {{- if and (not (kindIs "invalid" $v.limits.requestQueueLimit)) (gt (int64 $v.limits.requestQueueLimit) 0) (not $hasN) (not $hasW) -}}
 {{- fail "limits.requestQueueLimit > 0 needs N or W (limits.engineRequestLimit, limits.engineRequestWaitingLimit, or their Dynamo names): slotgate refuses to start with a queue and no engine limit" -}}
 {{- end -}}
+{{- range $name := list "enginePrefillTokenLimit" "requestQueueTokenLimit" -}}
+{{- $t := index $v.limits $name -}}
+{{- if and (not (kindIs "invalid" $t)) (gt (int64 $t) 0) (not $hasN) (not $hasW) -}}
+{{- fail (printf "limits.%s > 0 needs N or W (limits.engineRequestLimit, limits.engineRequestWaitingLimit, or their Dynamo names): slotgate refuses to start with a token limit and no engine limit" $name) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq $v.mode "sidecar") (empty $v.sidecar.selector) -}}
 {{- fail "mode: sidecar needs sidecar.selector: the labels of the existing engine pods, for the Service and PodMonitor" -}}
 {{- end -}}
