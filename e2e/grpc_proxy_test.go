@@ -270,25 +270,10 @@ func TestGRPCCallORCATrailer(t *testing.T) {
 	sg := start(t, httpEng.url(), nil, "--engine-grpc-url", "http://"+eng.addr,
 		"--engine-request-limit", "4", "--orca-header")
 	client := testgrpc.NewTestServiceClient(dialGRPC(t, sg.proxy[len("http://"):]))
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	stream, err := client.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{
-		ResponseParameters: []*testgrpc.ResponseParameters{{}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := stream.Recv(); err != nil {
-			if !errors.Is(err, io.EOF) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	bin := stream.Trailer()["endpoint-load-metrics-bin"]
+	trailer := streamOnce(t, client)
+	bin := trailer["endpoint-load-metrics-bin"]
 	if len(bin) != 1 {
-		t.Fatalf("trailers %v, want one endpoint-load-metrics-bin", stream.Trailer())
+		t.Fatalf("trailers %v, want one endpoint-load-metrics-bin", trailer)
 	}
 	var report v3orcapb.OrcaLoadReport
 	if err := proto.Unmarshal([]byte(bin[0]), &report); err != nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/balancer/base"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	_ "google.golang.org/grpc/orca" // registers the parser that gives balancers the per-call report
 )
 
@@ -106,9 +107,9 @@ func TestGRPCPerCallORCAReachesTheBalancer(t *testing.T) {
 	}
 }
 
-// streamOnce makes one streaming call through client and reads it to its
-// end.
-func streamOnce(t *testing.T, client testgrpc.TestServiceClient) {
+// streamOnce makes one streaming call through client, reads it to its
+// end and returns its trailers.
+func streamOnce(t *testing.T, client testgrpc.TestServiceClient) metadata.MD {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -123,7 +124,7 @@ func streamOnce(t *testing.T, client testgrpc.TestServiceClient) {
 			if !errors.Is(err, io.EOF) {
 				t.Fatal(err)
 			}
-			return
+			return stream.Trailer()
 		}
 	}
 }
