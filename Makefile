@@ -115,6 +115,15 @@ bench-go: ## the limiter and proxy microbenchmarks, 5 runs each, saved to bench/
 	if grep -q '^FAIL' "$$out"; then echo "bench-go: failed, see $$out" >&2; exit 1; fi; \
 	echo "bench-go: written to $$out"
 
+# Issue 19's benchmark: short prompts' TTFT with N alone, N and W, N and P,
+# and N, W and P, against enginesim (about 2.5 minutes a run);
+# TOKENBENCH_FLAGS passes flags on (e.g. TOKENBENCH_FLAGS='--reps 3').
+TOKENBENCH_FLAGS ?=
+.PHONY: bench-tokens
+bench-tokens: ## what the prefill-token budget buys short prompts: a seeded mix of short chat prompts and rare huge ones under four configurations, to bench/results/<time>-tokens.json
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/slotgate ./cmd/enginesim ./bench/cmd/slotgate-tokenbench
+	$(BIN)/slotgate-tokenbench --bin $(BIN) --out bench/results $(TOKENBENCH_FLAGS)
+
 tidy-check: ## fail if go.mod or go.sum are not tidy, showing the difference (changes nothing)
 	@$(GO) mod tidy -diff || { echo "tidy-check: go.mod or go.sum is not tidy: run $(GO) mod tidy (the difference is above)" >&2; exit 1; }
 
