@@ -386,7 +386,8 @@ func TestLimitsAtRunTime(t *testing.T) {
 		t.Errorf("a bad body: %d %s, queue %v; want 422 and nothing changed", status, body, sg.metric("dynamo_request_queue"))
 	}
 	status, body = postJSON(t, sg.admin+"/limits", `{"engine_request_limit":2,"engine_request_waiting_limit":5}`)
-	want := `{"engine_request_limit":2,"engine_request_waiting_limit":5,"request_queue_limit":2,"per_rank":false,"gate":"on"}`
+	want := `{"engine_request_limit":2,"engine_request_waiting_limit":5,"request_queue_limit":2,` +
+		`"engine_prefill_token_limit":null,"request_queue_token_limit":null,"per_rank":false,"gate":"on"}`
 	if status != http.StatusOK || strings.TrimSpace(body) != want {
 		t.Fatalf("POST /limits: %d %s, want 200 %s", status, body, want)
 	}

@@ -33,10 +33,12 @@ func TestRunStreamsAgainstEngine(t *testing.T) {
 		if a.errors != 0 || a.complete != tc.streams || a.events != tc.streams*4 || a.lost != 0 || a.reordered != 0 {
 			t.Fatalf("%s: %+v, first error %v; want %d complete streams of 4 events, none lost", tc.name, a, a.firstErr, tc.streams)
 		}
-		// Timers fire late, never early: no gap is shorter than the
-		// engine's shortest, less a scheduling margin.
-		if a.itl[0] < streamGapMin-2*time.Millisecond {
-			t.Errorf("%s: shortest gap %v, want at least about %v", tc.name, a.itl[0], streamGapMin)
+		// One gap between each two events of a stream. (Their lengths
+		// are not checked: the client can receive a late event and the
+		// next on-time one close together, so a timed bound fails on a
+		// loaded machine, as a fresh-clone make test showed.)
+		if len(a.itl) != tc.streams*3 {
+			t.Errorf("%s: %d gaps measured, want %d", tc.name, len(a.itl), tc.streams*3)
 		}
 	}
 }
