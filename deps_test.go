@@ -89,13 +89,6 @@ var rules = []rule{
 	// The HTTP adapter: over the gate and the engine client, never the
 	// wiring, the metrics or the configuration.
 	{pkg: "proxy", forbid: []string{pkgConfig, pkgMetrics, pkgAdmin, pkgCmd, pkgCommand, "github.com/prometheus"}},
-	// The fasthttp data plane (issue 17's experiment): over the gate and
-	// the engine package's socket peek, with fasthttp and what it brings;
-	// never the net/http adapter, the wiring, the metrics or the
-	// configuration.
-	{pkg: "fastplane", stdlibOnly: true, allow: []string{module + "/gate", pkgLimiter, module + "/admission", module + "/load",
-		pkgEngine, "github.com/valyala/fasthttp", "github.com/valyala/bytebufferpool", "github.com/klauspost/compress", "github.com/molecule-man/go-brrr"},
-		forbid: []string{pkgProxy, pkgConfig, pkgMetrics, pkgCommand}},
 	// The gRPC adapter: over the gate, like the HTTP one, and beside it:
 	// never the HTTP proxy, the engine's HTTP client, the wiring, the
 	// metrics or the configuration.

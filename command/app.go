@@ -15,7 +15,6 @@ import (
 	"github.com/slotgate/slotgate/admission/policy"
 	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/engine"
-	"github.com/slotgate/slotgate/fastplane"
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/health"
 	"github.com/slotgate/slotgate/internal/logging"
@@ -39,9 +38,6 @@ type app struct {
 	grpc   *grpcParts
 
 	proxyServer, adminServer *http.Server
-	// fast serves the proxy port instead of proxyServer with
-	// --data-plane fasthttp; nil otherwise.
-	fast *fastplane.Server
 }
 
 // Interface guard: the metrics implement what the gate reports to.
@@ -128,16 +124,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	}
 	a.proxyServer = newProxyServer(proxy.Strict(protocolMux{http: withEngineMetrics(cfg, lp, lims, p), grpc: a.grpc.srv}), cfg.RequestHeaderTimeout, log)
 	a.adminServer = newAdminServer(adminHandler, log)
-	if cfg.DataPlane == config.DataPlaneFastHTTP {
-		log.Warn("data plane fasthttp: an experiment (issue 17); HTTP/1.1 only, no access log")
-		a.fast, err = fastplane.New(fastplane.Options{
-			Engine: cfg.EngineURL, Gate: g, OverloadStatus: cfg.OverloadStatus, RetryAfter: cfg.RetryAfter,
-			MaxRequestBodyBytes: cfg.MaxRequestBodyBytes, HeaderTimeout: cfg.RequestHeaderTimeout,
-			BodyTimeout:      cfg.RequestBodyTimeout,
-			PassthroughPaths: cfg.PassthroughPaths, Logger: logging.Slog(log.Named("fastplane")),
-		})
-	}
-	return a, err
+	return a, nil
 }
 
 // newAdminToken reads --admin-token-file, which the admin port's mutating

@@ -49,11 +49,7 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	defer cancel()
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 4)
-	if a.fast != nil {
-		wg.Go(func() { serveErr <- a.fast.Serve(newStrictListener(ls.proxy, a.proxyServer.MaxHeaderBytes)) })
-	} else {
-		wg.Go(func() { serveErr <- serve(a.proxyServer, newStrictListener(ls.proxy, a.proxyServer.MaxHeaderBytes)) })
-	}
+	wg.Go(func() { serveErr <- serve(a.proxyServer, newStrictListener(ls.proxy, a.proxyServer.MaxHeaderBytes)) })
 	wg.Go(func() { serveErr <- serve(a.adminServer, ls.admin) })
 	if ls.grpc != nil {
 		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc, a.drain.begun) })
@@ -67,9 +63,6 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	code, now := a.await(signals, serveErr)
 	a.adminServer.Close()
 	a.proxyServer.Close()
-	if a.fast != nil {
-		a.fast.Close()
-	}
 	a.grpc.srv.Stop()
 	cancel()
 	if !now {
@@ -161,7 +154,7 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- a.shutdownProxy(ctx) }()
+	go func() { done <- a.proxyServer.Shutdown(ctx) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -178,13 +171,4 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 	a.grpc.stop(ctx)
 	a.log.Info("drained: exiting")
 	return exitOK, false
-}
-
-// shutdownProxy shuts the proxy port's server down: net/http's, or the
-// fasthttp plane's.
-func (a *app) shutdownProxy(ctx context.Context) error {
-	if a.fast != nil {
-		return a.fast.Shutdown(ctx)
-	}
-	return a.proxyServer.Shutdown(ctx)
 }

@@ -69,10 +69,6 @@ type Config struct {
 	QueueAdaptiveLIFO bool
 	// Listen is the proxy address (--listen, SLOTGATE_LISTEN, ":8080").
 	Listen string
-	// DataPlane is the proxy port's HTTP server (--data-plane,
-	// SLOTGATE_DATA_PLANE): DataPlaneNetHTTP (the default) or
-	// DataPlaneFastHTTP, the experiment of package fastplane.
-	DataPlane string
 	// EngineURL is the engine's base URL (--engine-url, SLOTGATE_ENGINE_URL).
 	EngineURL *url.URL
 	// EngineGRPCURL is the engine's gRPC server (--engine-grpc-url,
@@ -274,7 +270,6 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.LogLevel = v.OneOf("log-level", r.LogLevel, "debug", "info", "warn", "error")
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
 	c.fillEventPlane(r, v)
-	c.fillDataPlane(r, v) // last: it checks the settings the plane lacks
 }
 
 // retryAfter reads --retry-after: whole seconds, or auto (any case) for

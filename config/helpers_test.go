@@ -29,7 +29,6 @@ var allSettings = []setting{
 	{"queue-controlled-delay", "DYN_DYNAMO_REQUEST_QUEUE_ENABLE_CONTROLLED_DELAY", "true"},
 	{"queue-adaptive-lifo", "DYN_DYNAMO_REQUEST_QUEUE_ENABLE_ADAPTIVE_LIFO", "false"},
 	{"listen", "SLOTGATE_LISTEN", ":8080"},
-	{"data-plane", "SLOTGATE_DATA_PLANE", "nethttp"},
 	{"engine-url", "SLOTGATE_ENGINE_URL", "http://127.0.0.1:8000"},
 	{"engine-grpc-url", "SLOTGATE_ENGINE_GRPC_URL", "(unset)"},
 	{"grpc-listen", "SLOTGATE_GRPC_LISTEN", "(unset)"},

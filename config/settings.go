@@ -17,7 +17,6 @@ type raw struct {
 	QueueControlledDelay      string `flag:"queue-controlled-delay" env:"DYN_DYNAMO_REQUEST_QUEUE_ENABLE_CONTROLLED_DELAY" envDefault:"true" bool:"true" usage:"apply the queue timeout; false switches it off"`
 	QueueAdaptiveLIFO         string `flag:"queue-adaptive-lifo" env:"DYN_DYNAMO_REQUEST_QUEUE_ENABLE_ADAPTIVE_LIFO" envDefault:"false" bool:"true" usage:"after a queue-timeout rejection, take exactly one admission from the newest waiter instead of the oldest; needs a queue timeout"`
 	Listen                    string `flag:"listen" env:"SLOTGATE_LISTEN" envDefault:":8080" usage:"proxy address, HTTP/1.1 and cleartext HTTP/2 (h2c)"`
-	DataPlane                 string `flag:"data-plane" env:"SLOTGATE_DATA_PLANE" envDefault:"nethttp" usage:"the proxy port's HTTP server: nethttp (net/http, every feature), or fasthttp, an experiment (issue 17) serving HTTP/1.1 only, without h2c, gRPC, admission policies, per-rank or token limits, the first-token timeout, ORCA headers or the access log"`
 	EngineURL                 string `flag:"engine-url" env:"SLOTGATE_ENGINE_URL" envDefault:"http://127.0.0.1:8000" usage:"the engine's base URL"`
 	EngineGRPCURL             string `flag:"engine-grpc-url" env:"SLOTGATE_ENGINE_GRPC_URL" usage:"the engine's gRPC server, http://host:port (cleartext HTTP/2); unset: gRPC calls are answered UNIMPLEMENTED"`
 	GRPCListen                string `flag:"grpc-listen" env:"SLOTGATE_GRPC_LISTEN" usage:"a port of its own for gRPC calls, beside the proxy port, which takes them too; unset or off: none"`

@@ -30,7 +30,6 @@ type options struct {
 	bin, haproxy, nginx, out string
 	wrk                      string
 	only                     string
-	targets                  string
 	plot, cpuPlot            string
 	reps                     int
 	duration                 time.Duration
@@ -48,8 +47,6 @@ func main() {
 	flag.StringVar(&o.wrk, "wrk", findBinary("wrk"), "wrk binary, for fast-wrk-c64; empty: skip it")
 	flag.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames(), ", ")+"); empty: all")
-	flag.StringVar(&o.targets, "targets", "", "comma-separated targets every scenario runs on, in that order, instead of its own "+
-		"(direct, slotgate, slotgate-fasthttp, haproxy, haproxy-maxqueue, nginx); empty: each scenario's own")
 	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
 	flag.StringVar(&o.cpuPlot, "cpu-plot", "", "also write the plot of proxy CPU per event against streams (SVG) to this path, e.g. bench/streams-cpu.svg; empty: only next to the JSON")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each measurement per target")
@@ -171,7 +168,7 @@ func run(ctx context.Context, o options) error {
 	}
 	res.Machine = describe(sg, o.haproxy, o.nginx)
 	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
-		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx), only: splitTargets(o.targets)}
+		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx)}
 	defer e.procs.stopAll()
 	eng, err := startEngine(ctx, e.procs, runDir)
 	if err != nil {
@@ -314,15 +311,4 @@ func scenarioNames() []string {
 		names = append(names, s.name)
 	}
 	return names
-}
-
-// splitTargets reads --targets: the names, trimmed; nil when empty.
-func splitTargets(s string) []string {
-	var out []string
-	for name := range strings.SplitSeq(s, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			out = append(out, name)
-		}
-	}
-	return out
 }
