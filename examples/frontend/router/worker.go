@@ -20,7 +20,8 @@ type Worker struct {
 
 // ParseWorker reads a --worker value: "proxy=URL,admin=URL", with an
 // optional "name=NAME" (by default the proxy's host:port). Both URLs must
-// be http or https with a host. It fails naming what is wrong, with the
+// be http or https (any case) with a host; they are returned as net/url
+// writes them. It fails naming what is wrong, with the
 // value.
 func ParseWorker(s string) (Worker, error) {
 	var w Worker
@@ -48,9 +49,13 @@ func ParseWorker(s string) (Worker, error) {
 	if err := w.validate(); err != nil {
 		return Worker{}, fmt.Errorf("worker %q: %w", s, err)
 	}
+	// Written as net/url writes them (a scheme in lower case, as
+	// "HTTP://" is the same URL), so that equal URLs compare equal.
+	proxy, _ := url.Parse(w.Proxy) // validated above
+	admin, _ := url.Parse(w.Admin)
+	w.Proxy, w.Admin = proxy.String(), admin.String()
 	if w.Name == "" {
-		u, _ := url.Parse(w.Proxy) // validated above
-		w.Name = u.Host
+		w.Name = proxy.Host
 	}
 	return w, nil
 }
