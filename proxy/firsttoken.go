@@ -58,7 +58,11 @@ func (f FirstToken) budget(promptTokens int, asked time.Duration) time.Duration 
 	b := f.Timeout
 	if promptTokens > 0 && f.Per1KTokens > 0 {
 		extra := float64(f.Per1KTokens) * float64(promptTokens) / 1000
-		b += time.Duration(min(extra, float64(math.MaxInt64-b)))
+		if extra >= float64(math.MaxInt64-b) {
+			b = math.MaxInt64 // a float64 of MaxInt64-b may round up past it
+		} else {
+			b += time.Duration(extra)
+		}
 	}
 	if asked > 0 && asked < b {
 		return asked
@@ -155,6 +159,25 @@ func (w *firstTokenWatch) known(promptTokens int, stream bool) {
 	if stream {
 		w.stream = streamYes
 	}
+	if w.state == watchOverdue {
+		w.recheckLocked()
+	}
+}
+
+// recheckLocked settles an overdue watch that has learnt more (the
+// prompt's size and whether it streams, or its answer's head): with time
+// left on its budget, now that the prompt is known, it is armed again for
+// the rest; with none, it fires when the request is known to stream.
+// Otherwise it stays overdue, for the answer's head to decide.
+func (w *firstTokenWatch) recheckLocked() {
+	left := time.Until(w.sent.Add(w.cfg.budget(w.prompt, w.asked)))
+	switch {
+	case left > 0:
+		w.state = watchArmed
+		w.timer.Reset(left)
+	case w.stream == streamYes || w.answerStream:
+		w.fireLocked()
+	}
 }
 
 func (w *firstTokenWatch) arm(cfg FirstToken, asked time.Duration, cancel context.CancelFunc) {
@@ -210,8 +233,10 @@ func (w *firstTokenWatch) answered(resp *http.Response) (bool, error) {
 		w.stopLocked()
 		return false, nil
 	case w.state == watchOverdue:
-		w.fireLocked() // a stream, and its budget is spent
-		return false, errFirstTokenTimeout
+		// A stream: its budget, with the prompt now known, decides.
+		if w.recheckLocked(); w.state == watchFired {
+			return false, errFirstTokenTimeout
+		}
 	}
 	return true, nil
 }

@@ -120,8 +120,10 @@ type watchResult struct {
 // serveWatched sends one request with body (and the TTFT header when
 // ttft is set) through a proxy with the watchdog ft in front of eng,
 // inside the caller's bubble. uploadStreams sends the body chunked, so
-// that the prompt is known only once it reached the engine.
-func serveWatched(t *testing.T, ft proxy.FirstToken, eng *scriptedEngine, body, ttft string, uploadStreams bool) watchResult {
+// that the prompt is known only once it reached the engine; uploadTakes
+// delays its bytes that long (a slow upload).
+func serveWatched(t *testing.T, ft proxy.FirstToken, eng *scriptedEngine, body, ttft string, uploadStreams bool,
+	uploadTakes ...time.Duration) watchResult {
 	t.Helper()
 	lim, err := limiter.New(limiter.Options{Slots: 1})
 	if err != nil {
@@ -140,6 +142,9 @@ func serveWatched(t *testing.T, ft proxy.FirstToken, eng *scriptedEngine, body, 
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
 	if uploadStreams {
 		req.Body, req.ContentLength = io.NopCloser(strings.NewReader(body)), -1
+	}
+	if len(uploadTakes) > 0 {
+		req.Body, req.ContentLength = io.NopCloser(&slowReader{r: strings.NewReader(body), wait: uploadTakes[0]}), -1
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if ttft != "" {
@@ -358,5 +363,43 @@ func FuzzTTFTHeader(f *testing.F) {
 		if !ok && d != 0 {
 			t.Errorf("ParseTTFT(%q) = %v, false: want 0", v, d)
 		}
+	})
+}
+
+// slowReader gives its bytes only after wait, in the bubble's time.
+type slowReader struct {
+	r    io.Reader
+	wait time.Duration
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if s.wait > 0 {
+		time.Sleep(s.wait)
+		s.wait = 0
+	}
+	return s.r.Read(p)
+}
+
+// TestFirstTokenSlowUpload: the budget runs out while the body is still
+// uploading, its prompt and stream flag unknown; once the body has
+// arrived, the budget with the prompt known decides: a request still
+// within it goes on, and one past it that streams is cut then, even if
+// its engine never answers.
+func TestFirstTokenSlowUpload(t *testing.T) {
+	perK := proxy.FirstToken{Timeout: time.Second, Per1KTokens: time.Second}
+	t.Run("within the grown budget", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// 3000 tokens: 4 s. Uploaded at 1.5 s, head at 2 s, token at 2.5 s.
+			eng := &scriptedEngine{head: 500 * time.Millisecond, contentType: "text/event-stream",
+				steps: []step{{500 * time.Millisecond, tokenEvent}, {0, doneEvent}}}
+			wantUntouched(t, serveWatched(t, perK, eng, promptOf(3000), "", true, 1500*time.Millisecond), tokenEvent+doneEvent)
+		})
+	})
+	t.Run("past the budget, no answer", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			eng := &scriptedEngine{head: time.Hour, contentType: "text/event-stream"}
+			r := serveWatched(t, proxy.FirstToken{Timeout: time.Second}, eng, streamBody, "", true, 1500*time.Millisecond)
+			wantOverload(t, r, 1500*time.Millisecond)
+		})
 	})
 }
