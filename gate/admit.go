@@ -255,6 +255,9 @@ func waitCause(ctx context.Context, werr error) error {
 
 // grant gives the exchange its slot.
 func (g *Gate) grant(ex *Exchange, p *limiter.Permit) Decision {
+	if g.pace != nil {
+		g.pace.admitted(time.Now())
+	}
 	ex.admitted, ex.permit, ex.Outcome = true, p, AdmittedDirect
 	if ex.Queued {
 		ex.Outcome = AdmittedQueued

@@ -29,12 +29,32 @@ const paceMinSpan = time.Second
 // as an exponentially decayed count of releases normalized by the span it
 // has seen. The normalization makes it unbiased from the first release
 // (a decayed count alone starts at 0 and takes a few windows to rise),
-// and the decay makes it fall when releases stop, as for a hung engine.
+// and the decay makes it fall when releases stop while slots are held, as
+// for a hung engine. Time with no slot held does not count: an idle
+// engine is not a slow one, and the first burst after a quiet spell must
+// not be told to come back in a minute.
 type pace struct {
 	mu    sync.Mutex
 	start time.Time // the first release
 	last  time.Time // the latest release
 	count float64   // the releases, decayed, as of last
+	held  int       // slots held, counted by admitted and released
+	// idleSince is when held last fell to 0; zero while slots are held.
+	idleSince time.Time
+}
+
+// admitted records one slot taken at now. Ending an idle spell, it moves
+// the clock of the measure past the spell, so that the spell neither
+// decays the count nor widens its span.
+func (p *pace) admitted(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == 0 && !p.idleSince.IsZero() && !p.start.IsZero() {
+		idle := now.Sub(p.idleSince)
+		p.start, p.last = p.start.Add(idle), p.last.Add(idle)
+	}
+	p.idleSince = time.Time{}
+	p.held++
 }
 
 // released records one release at now.
@@ -46,14 +66,24 @@ func (p *pace) released(now time.Time) {
 	}
 	p.count = p.count*decay(now.Sub(p.last)) + 1
 	p.last = now
+	if p.held > 0 {
+		p.held--
+	}
+	if p.held == 0 {
+		p.idleSince = now
+	}
 }
 
 // rate is the releases per second at now; 0 before the first release.
+// While no slot is held it is the rate as the last slot was released.
 func (p *pace) rate(now time.Time) float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.start.IsZero() {
 		return 0
+	}
+	if p.held == 0 && !p.idleSince.IsZero() {
+		now = p.idleSince
 	}
 	span := max(now.Sub(p.start), paceMinSpan)
 	// The weight a constant rate would have accumulated over span.

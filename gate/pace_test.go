@@ -10,8 +10,10 @@ import (
 // the instant of the last.
 func steady(p *pace, t0 time.Time, interval, span time.Duration) time.Time {
 	at := t0
+	p.admitted(at) // one slot held throughout: released and taken again
 	for ; at.Sub(t0) < span; at = at.Add(interval) {
 		p.released(at)
+		p.admitted(at)
 	}
 	return at.Add(-interval)
 }
@@ -46,6 +48,19 @@ func TestPaceRate(t *testing.T) {
 				t.Errorf("rate = %.3f/s, want %.3f/s ± %.0f%%", got, tc.want, tc.tol*100)
 			}
 		})
+	}
+	// Idle is not slow: with no slot held, the rate stays what it was
+	// when the last slot came back, and the next busy spell goes on from
+	// there.
+	var idle pace
+	last := steady(&idle, t0, 100*time.Millisecond, time.Minute)
+	idle.released(last) // the slot held comes back: nothing held
+	if r := idle.rate(last.Add(2 * time.Minute)); math.Abs(r-10) > 0.5 {
+		t.Errorf("after two idle minutes the rate is %.3f/s, want about 10/s", r)
+	}
+	idle.admitted(last.Add(2 * time.Minute))
+	if r := idle.rate(last.Add(2*time.Minute + 20*time.Second)); math.Abs(r-10*math.Exp(-2)) > 0.5 {
+		t.Errorf("20 s into a busy spell with no release the rate is %.3f/s, want about %.3f/s (decay counts again)", r, 10*math.Exp(-2))
 	}
 	var p pace
 	if r := p.rate(t0); r != 0 {
