@@ -34,7 +34,8 @@ type Request struct {
 	Pinned bool
 	Rank   int
 	// Tokens, when set, counts the request's prompt tokens for the
-	// limits that bound tokens (the prefill-token and queue token limits).
+	// limits that bound tokens (the prefill-token and queue token limits);
+	// a negative count says the adapter could not count them.
 	// It is called only while such a limit is in force, and only after
 	// the Watch, started and settled before the limiter is asked, has
 	// read what it reads (an HTTP request's body): the tokens are then
@@ -49,7 +50,9 @@ type Request struct {
 type Watch interface {
 	// Start begins watching. It is called at most once: on the request's
 	// goroutine when it enters the queue, or on the classifier's deferral
-	// timer's. A watch that fails calls
+	// timer's, or, while a token limit is in force, on the request's
+	// goroutine before admission (then settled at once, and only Gone is
+	// asked again). A watch that fails calls
 	// fail with the reason, which ends the wait; a reason wrapping
 	// ErrTooLarge refuses the request as too large, one wrapping
 	// ErrBodyTimeout as too slow.
@@ -144,7 +147,12 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 			return g.decided(d, ex)
 		}
 		tokens, read = req.Tokens(), req.Watch != nil
-		req.Watch = nil // settled: the request's context alone tells now
+		if tokens < 0 {
+			tokens = g.unknownTokens()
+		}
+		if req.Watch != nil {
+			req.Watch = settled{req.Watch}
+		}
 	}
 	if g.policy == nil && ctx.Err() == nil {
 		// Most requests are admitted or refused at once: they need
@@ -177,6 +185,24 @@ func (g *Gate) readFirst(ctx context.Context, ex *Exchange, w Watch) (Decision, 
 	d.Watched = true
 	return d, false
 }
+
+// unknownTokens is what a request whose prompt the adapter could not
+// count (Request.Tokens < 0) counts for: the largest token limit in
+// force, so that it is admitted only when nothing else is in prefill and
+// queued only beside what the queue's limit leaves, never a sentinel that
+// would swamp the published counts.
+func (g *Gate) unknownTokens() int64 {
+	l := g.ranks.Limits()
+	return max(l.PrefillTokenLimit, l.QueueTokenLimit)
+}
+
+// settled is a Watch that already ran to its end before admission
+// (readFirst): starting and settling it again do nothing, and it still
+// tells a client that left while its request waited.
+type settled struct{ Watch }
+
+func (settled) Start(func(error)) {}
+func (settled) Settle(bool) error { return nil }
 
 // withRead marks d as watched when the watch ran before admission.
 func (g *Gate) withRead(d Decision, read bool) Decision {

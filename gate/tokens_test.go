@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
@@ -84,4 +85,45 @@ func TestTokenAdmission(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestUncountedTokens: a request whose adapter could not count its prompt
+// (Tokens < 0) counts as the largest token limit in force: admitted
+// alone, and published as that, never as a sentinel.
+func TestUncountedTokens(t *testing.T) {
+	g, lim, _ := newGate(t, limiter.Options{Slots: 4, QueueLen: 2, PrefillTokenLimit: 1000, QueueTokenLimit: 5000}, nil)
+	var w watch
+	var ex gate.Exchange
+	d := g.Admit(context.Background(), &ex, gate.Request{Watch: &w, Tokens: func() int64 { return -1 }})
+	if !d.Admitted {
+		t.Fatalf("Admit = %+v, outcome %s; want admitted into an empty prefill", d, ex.Outcome)
+	}
+	if got := lim.Stats().PrefillTokens; got != 5000 {
+		t.Errorf("prefill tokens %d, want 5000, the largest token limit", got)
+	}
+	g.Finish(&ex, false)
+}
+
+// TestSettledWatchStillTellsAGoneClient: with a token limit the watch
+// runs before admission; a request that then waits, and whose client
+// leaves, is still seen gone when it is granted, and never sent.
+func TestSettledWatchStillTellsAGoneClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, lim, _ := newGate(t, limiter.Options{Slots: 1, QueueLen: 1, PrefillTokenLimit: 1000}, nil)
+		p, err := lim.TryAcquire(limiter.Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(time.Second)
+			p.Release()
+		}()
+		w := watch{gone: true}
+		var ex gate.Exchange
+		d := g.Admit(context.Background(), &ex, gate.Request{Watch: &w, Tokens: func() int64 { return 10 }})
+		if d.Admitted || ex.Outcome != gate.CancelledQueued || w.started != 1 {
+			t.Fatalf("Admit = %+v, outcome %s, watch started %d; want cancelled_queued, started once", d, ex.Outcome, w.started)
+		}
+		g.Finish(&ex, false)
+	})
 }

@@ -29,8 +29,10 @@ func requestTokens(req Request) int64 {
 // fitsLocked reports whether a request of t tokens fits the prefill-token
 // budget: beside the tokens in prefill, or alone when there are none, so
 // that a request larger than P is never starved nor refused for its size.
+// A request of no tokens always fits: it adds nothing to prefill, even
+// beside an oversized prompt or above a lowered P.
 func (l *Limiter) fitsLocked(t int64) bool {
-	return t <= l.prefillLimit-l.prefillTokens || l.prefillTokens == 0
+	return t == 0 || t <= l.prefillLimit-l.prefillTokens || l.prefillTokens == 0
 }
 
 // nextFitsLocked reports whether the tokens of the waiter next in order
@@ -48,7 +50,8 @@ func (l *Limiter) nextFitsLocked() bool {
 }
 
 // TokenCount is a request's prompt-token count that may still grow while
-// the request waits: the HTTP proxy counts a chunked body as it arrives.
+// the request waits, for a caller that counts a body as it arrives (the
+// HTTP proxy does not: it reads the whole body before it asks).
 // Use one per request: the zero value counts 0; set it in
 // Request.TokenCount and call Raise, from any goroutine, as the count
 // grows.

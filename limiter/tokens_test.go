@@ -503,3 +503,26 @@ func TestUnlimitedCountsTokens(t *testing.T) {
 		t.Fatalf("PrefillTokens = %d after every release, want 0", s.PrefillTokens)
 	}
 }
+
+// TestZeroTokensAlwaysFit: a request with no prompt tokens (a gRPC call,
+// an embeddings request) adds nothing to prefill, so it is admitted
+// beside an oversized prompt and above a lowered P.
+func TestZeroTokensAlwaysFit(t *testing.T) {
+	l, err := limiter.New(limiter.Options{Slots: 4, QueueLen: 2, PrefillTokenLimit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := l.TryAcquire(limiter.Request{Tokens: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Release()
+	p, err := l.TryAcquire(limiter.Request{})
+	if err != nil {
+		t.Fatalf("a request of no tokens beside a 1500-token prompt over P=1000: %v, want admitted", err)
+	}
+	p.Release()
+	if _, err := l.TryAcquire(limiter.Request{Tokens: 1}); !errors.Is(err, limiter.ErrWouldWait) {
+		t.Errorf("a request of 1 token: %v, want ErrWouldWait", err)
+	}
+}

@@ -157,9 +157,9 @@ var (
 
 // rendered renders an answer with a classifier's own message, with
 // Retry-After like the other overload answers.
-func (a *answers) rendered(status int, typ, message, reason string) answer {
+func (a *answers) rendered(status int, typ, message, reason string, paced bool) answer {
 	r := newAnswer(status, typ, message, reason, a.retryAfter)
-	r.paced = status == a.overloadStatus
+	r.paced = paced
 	return r
 }
 
@@ -174,12 +174,12 @@ func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 		ex.out.status = StatusClientClosedRequest
 		return
 	case gate.RejectedRateLimited:
-		r := a.rendered(http.StatusTooManyRequests, "RateLimited", d.Message, "rate_limited")
+		r := a.rendered(http.StatusTooManyRequests, "RateLimited", d.Message, "rate_limited", false)
 		ans = &r
 	case gate.RejectedPolicy:
 		ans = &a.policy
 		if d.Message != "" {
-			r := a.rendered(a.overloadStatus, "Overloaded", d.Message, "policy")
+			r := a.rendered(a.overloadStatus, "Overloaded", d.Message, "policy", true)
 			ans = &r
 		}
 	case gate.RejectedCapacity:
@@ -201,7 +201,7 @@ func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 	default: // gate.RejectedBadRequest
 		ans = &a.badRequest
 		if d.Message != "" {
-			r := a.rendered(http.StatusBadRequest, "invalid_request_error", d.Message, "bad_request")
+			r := a.rendered(http.StatusBadRequest, "invalid_request_error", d.Message, "bad_request", false)
 			ans = &r
 		}
 	}

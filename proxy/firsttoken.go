@@ -93,7 +93,7 @@ type firstTokenGuard struct {
 const firstTokenMessage = "Server overloaded: the engine produced no first token in time"
 
 func newFirstTokenGuard(cfg FirstToken, a *answers) firstTokenGuard {
-	g := firstTokenGuard{cfg: cfg, answer: a.rendered(a.overloadStatus, "Overloaded", firstTokenMessage, "first_token_timeout")}
+	g := firstTokenGuard{cfg: cfg, answer: a.rendered(a.overloadStatus, "Overloaded", firstTokenMessage, "first_token_timeout", true)}
 	// The same OpenAI error object, as one SSE event.
 	g.event = append(append([]byte("data: "), bytes.TrimSpace(g.answer.body)...), '\n', '\n')
 	return g

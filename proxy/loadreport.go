@@ -68,6 +68,12 @@ func (ex *exchange) reportLoad(resp *http.Response) {
 	resp.Trailer[lr.key] = nil
 	out := ex.out.Header()
 	resp.Body = &trailingBody{ReadCloser: resp.Body, set: func() {
+		if ex.out.status == 0 {
+			// Closed before the answer's head went out (the first-token
+			// watchdog's refusal): the map is the refusal's headers.
+			delete(out, lr.key)
+			return
+		}
 		if v := lr.value(req); v != "" {
 			out[lr.key] = []string{v}
 		} else {
