@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,7 +85,7 @@ func (s *stack) startSlotgate(engineURL string, withWaiting bool) (slotgateURLs,
 		return slotgateURLs{}, err
 	}
 	u := slotgateURLs{proxy: fmt.Sprintf("http://%v", l["proxy"]), admin: fmt.Sprintf("http://%v", l["admin"])}
-	return u, waitReady(s.ctx, u.admin)
+	return u, childproc.WaitReady(s.ctx, u.admin+"/readyz", 30*time.Second)
 }
 
 // startLoadgen starts slotgate-loadgen as name against url with args,
@@ -105,25 +104,6 @@ func loadgenDone(p *childproc.Proc) error {
 		return fmt.Errorf("%s exited %d; see %s", p.Name(), code, p.LogPath())
 	}
 	return nil
-}
-
-func waitReady(ctx context.Context, adminURL string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/readyz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("slotgate was not ready within 30s (%s/readyz)", adminURL)
 }
 
 // writeJSON writes v, indented, to path.

@@ -2,7 +2,9 @@
 // the load generator and the frontends, each started from a binary with
 // its output to a log file, waited on until it logs a line (its JSON
 // "listening" line, usually), and stopped when the run ends, also on
-// Ctrl-C. It is the standard library only.
+// Ctrl-C. WaitReady polls a child's readiness endpoint; Main is the main
+// of a command that runs children (parse, a context that ends on SIGINT
+// or SIGTERM, the exit status). It is the standard library only.
 //
 // Invariants:
 //

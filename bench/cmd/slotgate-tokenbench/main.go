@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/childproc"
 )
 
 // options are the driver's settings; the defaults are the ones
@@ -139,23 +139,13 @@ func (o options) selected() []config {
 }
 
 func main() {
-	o, err := parseOptions(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "slotgate-tokenbench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Args, os.Stdout); err != nil {
-		if ctx.Err() != nil {
+	childproc.Main("slotgate-tokenbench", parseOptions, func(ctx context.Context, o options) error {
+		err := run(ctx, o, os.Args, os.Stdout)
+		if err != nil && ctx.Err() != nil {
 			err = fmt.Errorf("interrupted (every process started was stopped): %w", err)
 		}
-		fmt.Fprintln(os.Stderr, "slotgate-tokenbench:", err)
-		os.Exit(1)
-	}
+		return err
+	})
 }
 
 // run builds the binaries unless --bin names them, runs the

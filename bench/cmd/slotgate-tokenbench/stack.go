@@ -63,29 +63,7 @@ func startPair(ctx context.Context, group *childproc.Group, bin string, eng engi
 		return pair{}, err
 	}
 	p.proxy, p.admin = fmt.Sprintf("http://%v", l["proxy"]), fmt.Sprintf("http://%v", l["admin"])
-	return p, waitReady(ctx, p.admin)
-}
-
-// waitReady polls slotgate's /readyz until it answers 200, for up to 30 s.
-func waitReady(ctx context.Context, admin string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/readyz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("slotgate not ready at %s/readyz: %w", admin, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return p, childproc.WaitReady(ctx, p.admin+"/readyz", 30*time.Second)
 }
 
 // scrapeValue reads one unlabelled sample from the Prometheus text at url.

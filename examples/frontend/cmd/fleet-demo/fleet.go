@@ -30,7 +30,7 @@ func startFleet(ctx context.Context, o options, ps *childproc.Group) ([]member, 
 		fleet = append(fleet, m)
 	}
 	for _, m := range fleet {
-		if err := waitReady(ctx, m.admin); err != nil {
+		if err := childproc.WaitReady(ctx, m.admin+"/readyz", 30*time.Second); err != nil {
 			return nil, err
 		}
 	}
@@ -66,14 +66,6 @@ func startWorker(ctx context.Context, o options, ps *childproc.Group, i int) (me
 		return member{}, err
 	}
 	return member{name: name, proxy: fmt.Sprintf("http://%v", line["proxy"]), admin: fmt.Sprintf("http://%v", line["admin"])}, nil
-}
-
-// waitReady polls a slotgate's /readyz until it answers 200.
-func waitReady(ctx context.Context, adminURL string) error {
-	return poll(ctx, 30*time.Second, adminURL+"/readyz", func() (bool, error) {
-		code, err := getJSON(ctx, adminURL+"/readyz", nil)
-		return err == nil && code == http.StatusOK, nil
-	})
 }
 
 // waitDrained waits until no worker has a request in flight or queued and

@@ -17,10 +17,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/childproc"
 )
 
 // options are the demo's settings; the defaults overload a fleet of three
@@ -101,18 +101,5 @@ func (o options) validate() error {
 }
 
 func main() {
-	o, err := parseOptions(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fleet-demo:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "fleet-demo:", err)
-		os.Exit(1)
-	}
+	childproc.Main("fleet-demo", parseOptions, func(ctx context.Context, o options) error { return run(ctx, o, os.Stdout) })
 }
