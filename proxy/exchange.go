@@ -46,8 +46,8 @@ type exchange struct {
 	// ftw is the first-token watchdog of a streamed request; it guards
 	// its own fields, which its timer's callback reads.
 	ftw firstTokenWatch
-	// prompt is the body's estimate when it was counted before admission
-	// (promptTokens), so that countPrompt does not count it again.
+	// prompt is the estimate of a body held whole in memory, once made
+	// (heldPrompt).
 	prompt *estimate.Estimate
 }
 

@@ -5,9 +5,8 @@ import "github.com/slotgate/slotgate/load/estimate"
 // promptTokens is the gate's count of the request's prompt tokens
 // (gate.Request.Tokens), asked only while a token limit is in force,
 // after the body watch has read the body before admission: token ids
-// exactly, text at about 4 bytes a token (package estimate). The estimate
-// is kept for the flight's prompt (countPrompt), so that the body is
-// counted once.
+// exactly, text at about 4 bytes a token (package estimate), made once
+// (heldPrompt): the flight's prompt reuses it.
 //
 // A body held whole that is no prompt slotgate can read (no "prompt" or
 // "messages", or no body at all) counts 0, as it asks no prefill that
@@ -26,13 +25,23 @@ func (ex *exchange) promptTokens() int64 {
 	if len(w.buf) == 0 {
 		return 0
 	}
-	c := estimate.NewPromptCounter(ex.p.maxBody)
-	_, _ = c.Write(w.buf) // never fails
-	_ = c.Close()
-	e := c.Estimate()
-	ex.prompt = &e
+	e := ex.heldPrompt(w.buf)
 	if !e.Known {
 		return 0
 	}
 	return int64(e.PromptTokens)
+}
+
+// heldPrompt is the estimate of the request's body held whole in memory,
+// buf, made once per request: before admission while a token limit is in
+// force (promptTokens), else as its flight begins (countPrompt).
+func (ex *exchange) heldPrompt(buf []byte) estimate.Estimate {
+	if ex.prompt == nil {
+		c := estimate.NewPromptCounter(ex.p.maxBody)
+		_, _ = c.Write(buf) // never fails
+		_ = c.Close()
+		e := c.Estimate()
+		ex.prompt = &e
+	}
+	return *ex.prompt
 }

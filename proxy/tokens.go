@@ -38,15 +38,8 @@ func (p *Proxy) countPrompt(ex *exchange) {
 	if !ex.Counting() && !p.firstToken.cfg.on() {
 		return
 	}
-	if ex.body != nil && ex.prompt != nil {
-		ex.promptEstimated(*ex.prompt) // counted before admission
-		return
-	}
 	if ex.body != nil {
-		c := estimate.NewPromptCounter(p.maxBody)
-		_, _ = c.Write(ex.body) // never fails
-		_ = c.Close()
-		ex.promptEstimated(c.Estimate())
+		ex.promptEstimated(ex.heldPrompt(ex.body))
 		return
 	}
 	r := ex.r
