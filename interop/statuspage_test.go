@@ -21,6 +21,8 @@ const (
 	pageSlots, pageWaiting, pageQueue = 4, 3, 2
 	pageBrowserLimit                  = 60 * time.Second
 	pageWait                          = 20 * time.Second
+	// pagePollSettle is longer than the page's poll of /metrics (1 s).
+	pagePollSettle = 1500 * time.Millisecond
 )
 
 // TestStatusPage opens the admin port's status page in a real headless
@@ -268,7 +270,11 @@ func checkPageTraffic(t *testing.T, tab context.Context, admin string) {
 	}
 	deadline := time.Now().Add(pageWait)
 	for {
+		// The page reads /metrics once a second, so its count is up to a
+		// second old: it must lie between a count read longer ago than
+		// that and one read after it.
 		lo := pageRequestsTotal(t, admin, "rejected_capacity")
+		time.Sleep(pagePollSettle)
 		page := readPage(t, tab)
 		hi := pageRequestsTotal(t, admin, "rejected_capacity")
 		n, err := strconv.ParseFloat(page["capacity-count"], 64)
