@@ -414,8 +414,11 @@ func (m *model) hold(rng *rand.Rand, p *limiter.Permit) {
 		m.fail("%d holders before their first token observed, more than W allows (%d)", pf, wb)
 	}
 	// Beyond P only a request larger than P, alone: it was admitted with
-	// no tokens in prefill, and none fit beside it.
-	if pt > pb && pt != tokens {
+	// no tokens in prefill, and none fit beside it. A request of no tokens
+	// adds nothing and may be admitted beside it, or above a lowered P; a
+	// holder of tokens that went beyond P is caught by its own check (the
+	// last of two such holders to count itself sees both).
+	if tokens > 0 && pt > pb && pt != tokens {
 		m.fail("%d tokens in prefill observed, more than P allows (%d), with %d of them this request's", pt, pb, tokens)
 	}
 	if tokens < 0 || tokens > m.maxTokens {
