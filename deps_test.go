@@ -105,6 +105,9 @@ var rules = []rule{
 	{pkg: "internal/childproc", stdlibOnly: true},
 	{pkg: "internal/testlog", stdlibOnly: true}, // a test helper: nothing of slotgate's
 	{pkg: "engine", stdlibOnly: true},           // the engine client: net/http and sockets, nothing of slotgate's
+	// The stream relay moves bytes between sockets: no HTTP beyond the
+	// chunked framing it follows, nothing of slotgate's.
+	{pkg: "relay", stdlibOnly: true, forbid: []string{"net/http"}},
 	// The load generator measures any OpenAI-compatible server: it knows
 	// nothing of slotgate.
 	{pkg: "loadgen", stdlibOnly: true},

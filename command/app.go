@@ -22,6 +22,7 @@ import (
 	"github.com/slotgate/slotgate/load/orcagrpc"
 	"github.com/slotgate/slotgate/metrics"
 	"github.com/slotgate/slotgate/proxy"
+	"github.com/slotgate/slotgate/relay"
 )
 
 // app is the wired process: every part, built from the configuration, and
@@ -36,6 +37,7 @@ type app struct {
 	drain  *drainer
 	load   *loadParts
 	grpc   *grpcParts
+	relay  *relay.Relay // nil: --stream-relay off
 
 	proxyServer, adminServer *http.Server
 }
@@ -85,6 +87,13 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		AccessLog:            access,
 	}
 	popts.LoadReport = &proxy.LoadReport{Key: orcagrpc.HeaderKey, Value: lp.orcaReport}
+	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, load: lp}
+	if cfg.StreamRelay == "epoll" {
+		if a.relay, err = relay.New(0); err != nil {
+			return nil, err
+		}
+		popts.Relay = &proxy.Relay{Loops: a.relay, Resume: func(c net.Conn) { proxy.Resume(a.proxyServer, c) }}
+	}
 	p, err := proxy.New(popts)
 	if err != nil {
 		return nil, err
@@ -95,7 +104,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, proxy: p, prober: prober, load: lp}
+	a.proxy, a.prober = p, prober
 	a.drain = newDrainer(log.Named("drain"))
 	if err := reg.Register(metrics.Readiness(a.ready, a.drain.started)); err != nil {
 		return nil, fmt.Errorf("metrics: register readiness: %w", err)

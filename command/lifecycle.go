@@ -57,6 +57,9 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	if ls.grpcProxy != nil {
 		wg.Go(func() { serveErr <- serveGRPC(a.grpc.srv, ls.grpcProxy) })
 	}
+	if a.relay != nil {
+		wg.Go(func() { a.relay.Run(ctx) })
+	}
 	wg.Go(func() { _ = a.prober.Run(ctx) })
 	wg.Go(func() { a.load.run(ctx) })
 	wg.Go(func() { runEventPlane(ctx, a.cfg, a.load.hub, a.log) })

@@ -60,6 +60,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Int64("max_buffered_body_bytes", c.MaxBufferedBodyBytes),
 		zap.Duration("request_header_timeout", c.RequestHeaderTimeout),
 		zap.Duration("request_body_timeout", c.RequestBodyTimeout),
+		zap.String("stream_relay", c.StreamRelay),
 		zap.Duration("first_token_timeout", c.FirstTokenTimeout),
 		zap.Duration("first_token_timeout_per_1k_tokens", c.FirstTokenTimeoutPer1K),
 		zap.Duration("retry_after", c.RetryAfter), zap.Bool("retry_after_auto", c.RetryAfterAuto),

@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -101,6 +102,10 @@ type Config struct {
 	// arrive on the proxy port (--request-header-timeout,
 	// SLOTGATE_REQUEST_HEADER_TIMEOUT, 30s); zero is no limit.
 	RequestHeaderTimeout time.Duration
+	// StreamRelay is how streamed HTTP/1.1 answers are carried: "off"
+	// (net/http, a goroutine each) or "epoll" (the relay's event loops,
+	// Linux only) (--stream-relay, SLOTGATE_STREAM_RELAY, off).
+	StreamRelay string
 	// RequestBodyTimeout bounds how long a request's body may take to
 	// arrive, from its headers (--request-body-timeout,
 	// SLOTGATE_REQUEST_BODY_TIMEOUT, 60s); zero is no limit.
@@ -257,6 +262,10 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.MaxBufferedBodyBytes = int64(intAtLeast(v, "max-buffered-body-bytes", r.MaxBufferedBody, 0))
 	c.RequestHeaderTimeout = v.Duration("request-header-timeout", r.RequestHeaderTimeout, 0)
 	c.RequestBodyTimeout = v.Duration("request-body-timeout", r.RequestBodyTimeout, 0)
+	c.StreamRelay = v.OneOf("stream-relay", r.StreamRelay, "off", "epoll")
+	if c.StreamRelay == "epoll" && runtime.GOOS != "linux" {
+		v.Fail("stream-relay", r.StreamRelay, "epoll runs on Linux only")
+	}
 	c.RetryAfter, c.RetryAfterAuto = retryAfter(v, r.RetryAfter)
 	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
 	c.DrainDelay = v.Duration("drain-delay", r.DrainDelay, 0)

@@ -140,6 +140,8 @@ func TestPrecedence(t *testing.T) {
 			func(c config.Config) string { return str(c.MaxBufferedBodyBytes) }, "268435456", "0", "0", "4096", "4096"},
 		{"request-header-timeout", "SLOTGATE_REQUEST_HEADER_TIMEOUT", nil,
 			func(c config.Config) string { return str(c.RequestHeaderTimeout) }, "30s", "0", "0s", "2s", "2s"},
+		{"stream-relay", "SLOTGATE_STREAM_RELAY", nil,
+			func(c config.Config) string { return c.StreamRelay }, "off", "epoll", "epoll", "off", "off"},
 		{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", nil,
 			func(c config.Config) string { return str(c.RequestBodyTimeout) }, "1m0s", "0", "0s", "5s", "5s"},
 		{"admin-token-file", "SLOTGATE_ADMIN_TOKEN_FILE", nil,

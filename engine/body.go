@@ -12,9 +12,11 @@ type answerBody struct {
 	stop     func() bool // ends the context's watch; false once it cut the deadline
 	keep     bool        // the engine keeps the connection open
 	eof, end bool
+	read     bool // Read was called
 }
 
 func (b *answerBody) Read(p []byte) (int, error) {
+	b.read = true
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		b.eof = true

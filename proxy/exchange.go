@@ -46,6 +46,9 @@ type exchange struct {
 	// ftw is the first-token watchdog of a streamed request; it guards
 	// its own fields, which its timer's callback reads.
 	ftw firstTokenWatch
+	// relayed is set once the answer went to the relay, which ends the
+	// exchange (relayed.done), on its loop, after the handler returned.
+	relayed bool
 	// prompt is the estimate of a body held whole in memory, once made
 	// (heldPrompt).
 	prompt *estimate.Estimate

@@ -93,6 +93,11 @@ func (ex *exchange) respond(resp *http.Response) error {
 	if err != nil {
 		return err // to engineError
 	}
+	if ex.relayable(resp, watched) {
+		if err := ex.handOff(resp); err != nil {
+			return err
+		}
+	}
 	if !ex.Counting() && !watched {
 		return nil
 	}
@@ -113,6 +118,9 @@ func (ex *exchange) respond(resp *http.Response) error {
 // ErrorHandler of the exchange's ReverseProxy, called before any response
 // byte was written. It maps engine errors to statuses in one place.
 func (ex *exchange) engineError(_ http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, errRelayed) {
+		return // the relay answers, or the client left
+	}
 	p := ex.p
 	// The transport failed, so how much of a forwarded HTTP/1.x body it
 	// read is unknown; and in full duplex (see forward) net/http's server,

@@ -111,6 +111,9 @@ func (ex *exchange) prepareBody() error {
 // the time the engine takes to see the abort.
 func (p *Proxy) finish(ex *exchange) {
 	v := recover()
+	if ex.relayed && v == nil {
+		return
+	}
 	gone := ex.clientGone()
 	if v != nil {
 		if gone {
@@ -122,12 +125,17 @@ func (p *Proxy) finish(ex *exchange) {
 	if ex.out.status == 0 && gone {
 		ex.out.status = StatusClientClosedRequest
 	}
-	end := time.Now()
+	p.end(ex, gone, time.Now())
+	if v != nil {
+		panic(v)
+	}
+}
+
+// end ends the exchange at the gate (flight, slot, lifecycle, report),
+// gives back its body's budget and writes its access-log line.
+func (p *Proxy) end(ex *exchange, gone bool, end time.Time) {
 	ex.ftw.end()
 	p.gate.Finish(&ex.Exchange, gone || ex.ftw.fired())
 	p.budget.give(ex.watch.held)
 	p.logAccess(ex, end)
-	if v != nil {
-		panic(v)
-	}
 }

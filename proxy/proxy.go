@@ -60,6 +60,9 @@ type Options struct {
 	// LoadReport, when set, puts the load report on proxied answers
 	// (ORCA's endpoint-load-metrics).
 	LoadReport *LoadReport
+	// Relay, when set, carries streamed HTTP/1.1 answers on event loops
+	// instead of a goroutine each (--stream-relay epoll).
+	Relay *Relay
 	// AccessLog gets one line per request, never sampled; nil logs nothing.
 	AccessLog *zap.Logger
 	// Logger gets operational messages; nil logs nothing.
@@ -79,6 +82,7 @@ type Proxy struct {
 	bodyTimeout time.Duration
 	firstToken  firstTokenGuard
 	loadReport  *loadReport
+	relay       *Relay
 	access      *zap.Logger
 	log         *zap.Logger
 	errLog      *log.Logger // httputil.ReverseProxy's
@@ -101,6 +105,7 @@ func New(opts Options) (*Proxy, error) {
 		budget:      newBodyBudget(max(opts.MaxBufferedBodyBytes, 0)),
 		bodyTimeout: opts.RequestBodyTimeout,
 		loadReport:  newLoadReport(opts.LoadReport),
+		relay:       opts.Relay,
 		access:      opts.AccessLog,
 		log:         opts.Logger,
 		buffers:     newBufferPool(),

@@ -117,10 +117,31 @@ func countable(resp *http.Response) bool {
 }
 
 // tokenBody counts the tokens of a response body as the proxy copies it
-// to the client: the first one ends the request's prefill, and each one
-// adds to its generated tokens. It is read by one goroutine only.
+// to the client. It is read by one goroutine only.
 type tokenBody struct {
 	io.ReadCloser
+	tokenCount
+}
+
+func newTokenBody(body io.ReadCloser, ex *exchange) *tokenBody {
+	return &tokenBody{ReadCloser: body, tokenCount: newTokenCount(ex)}
+}
+
+func (b *tokenBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.add(p[:n])
+	}
+	if err != nil {
+		b.end(err == io.EOF)
+	}
+	return n, err
+}
+
+// tokenCount counts the tokens of an answer's body as it passes: the
+// first one ends the request's prefill, and each one adds to its
+// generated tokens. One goroutine at a time uses it.
+type tokenCount struct {
 	counter   *estimate.StreamCounter
 	ex        *gate.Exchange
 	gone      func() bool      // the client left
@@ -129,35 +150,34 @@ type tokenBody struct {
 	first     bool
 }
 
-func newTokenBody(body io.ReadCloser, ex *exchange) *tokenBody {
-	return &tokenBody{ReadCloser: body, counter: estimate.NewStreamCounter(), ex: &ex.Exchange, gone: ex.clientGone}
+func newTokenCount(ex *exchange) tokenCount {
+	return tokenCount{counter: estimate.NewStreamCounter(), ex: &ex.Exchange, gone: ex.clientGone}
 }
 
-func (b *tokenBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		_, _ = b.counter.Write(p[:n]) // never fails
-		b.update()
-	}
-	if err == io.EOF {
+// add counts the body's next bytes.
+func (b *tokenCount) add(p []byte) {
+	_, _ = b.counter.Write(p) // never fails
+	b.update()
+}
+
+// end counts the body's end: whole (the engine ended it) or cut.
+func (b *tokenCount) end(whole bool) {
+	if whole {
 		b.ex.EngineDone()
 	}
-	if err != nil {
-		_ = b.counter.Close()
-		b.update()
-		if !b.gone() && (b.watch == nil || !b.watch.fired()) {
-			// The answer ended: its prefill has too. A read cut short by
-			// a departed client, or by the first-token watchdog, is not
-			// an end the engine has seen yet: Finish frees the waiting
-			// place with the slot, after the abort grace.
-			b.ex.Prefilled()
-		}
+	_ = b.counter.Close()
+	b.update()
+	if !b.gone() && (b.watch == nil || !b.watch.fired()) {
+		// The answer ended: its prefill has too. A read cut short by
+		// a departed client, or by the first-token watchdog, is not
+		// an end the engine has seen yet: Finish frees the waiting
+		// place with the slot, after the abort grace.
+		b.ex.Prefilled()
 	}
-	return n, err
 }
 
 // update tells the exchange what changed since the last call.
-func (b *tokenBody) update() {
+func (b *tokenCount) update() {
 	c := b.counter.Counts()
 	if c.FirstToken && !b.first {
 		b.first = true

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"net"
+	"net/http"
+)
+
+// Detached is the connection of an answer taken out of the client, for a
+// caller that reads its body from the socket itself (a relay): Conn, and
+// Buffered, the body's bytes already read with the head, in the framing
+// the engine sent them.
+type Detached struct {
+	Conn     net.Conn
+	Buffered []byte
+	body     *answerBody
+}
+
+// Detachable reports whether Detach can take resp's connection: an answer
+// of the hand-written path, chunked, whose body was neither read nor
+// closed.
+func Detachable(resp *http.Response) bool {
+	b, ok := resp.Body.(*answerBody)
+	return ok && !b.read && !b.end && len(resp.TransferEncoding) == 1 && resp.TransferEncoding[0] == "chunked"
+}
+
+// Detach takes resp's connection (see Detachable): from then on the body
+// is the caller's to read from Conn, and closing resp.Body does nothing.
+// It fails when the request's context ended first, which cut the
+// connection short. The caller ends it with Done.
+func Detach(resp *http.Response) (*Detached, bool) {
+	if !Detachable(resp) {
+		return nil, false
+	}
+	b := resp.Body.(*answerBody)
+	b.end = true
+	if !b.stop() {
+		_ = b.ec.c.Close()
+		return nil, false
+	}
+	n := b.ec.br.Buffered()
+	buf, _ := b.ec.br.Peek(n) // never fails: n bytes are buffered
+	d := &Detached{Conn: b.ec.c, Buffered: append([]byte(nil), buf...), body: b}
+	_, _ = b.ec.br.Discard(n)
+	return d, true
+}
+
+// Done gives the connection back: to the pool when reuse says the body
+// was read to its end and nothing past it, and the engine keeps the
+// connection; closed otherwise (the engine then sees the request
+// abandoned).
+func (d *Detached) Done(reuse bool) {
+	if reuse && d.body.keep {
+		d.body.pool.put(d.body.ec)
+		return
+	}
+	_ = d.Conn.Close()
+}

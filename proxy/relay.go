@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"mime"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/slotgate/slotgate/engine"
+	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/relay"
+)
+
+// Relay hands streamed answers to event loops (--stream-relay epoll):
+// once the answer's head is written, the client's connection leaves
+// net/http, and the body moves from socket to socket on the relay's
+// loops, without a goroutine or buffers per stream. Resume gives a
+// connection whose answer ended back to the HTTP server, for its next
+// request; nil closes it after the answer.
+type Relay struct {
+	Loops  *relay.Relay
+	Resume func(net.Conn)
+}
+
+// errRelayed tells the exchange's ReverseProxy that the answer left it
+// (see handOff): it writes nothing more.
+var errRelayed = errors.New("proxy: the answer went to the relay")
+
+// relayable reports whether resp can be relayed: an event stream of 200
+// over HTTP/1.1, chunked by the engine and read by nothing yet, to a
+// client that sent its whole body, asked for no upgrade and takes no
+// trailer (the load report's is added by the ReverseProxy). An answer
+// whose first token is watched stays with the ReverseProxy, whose copy
+// the watchdog can cut.
+func (ex *exchange) relayable(resp *http.Response, watched bool) bool {
+	r := ex.in
+	if ex.p.relay == nil || watched || resp.StatusCode != http.StatusOK || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
+		r.Method == http.MethodHead || r.Header.Get("Upgrade") != "" || len(resp.Trailer) > 0 ||
+		ex.bodyPending || (ex.body == nil && r.ContentLength != 0) || !engine.Detachable(resp) {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream" && (countable(resp) || !ex.Counting())
+}
+
+// handOff writes the answer's head on the client's connection, taken
+// from net/http, and gives the body to the relay. It returns errRelayed
+// once the exchange is the relay's (ended by relayDone), or the error
+// that stopped it before: then the ReverseProxy answers as usual.
+func (ex *exchange) handOff(resp *http.Response) error {
+	conn, brw, err := http.NewResponseController(ex.out.ResponseWriter).Hijack()
+	if err != nil {
+		return nil // not hijackable (a test's writer): the usual copy
+	}
+	d, ok := engine.Detach(resp)
+	if !ok {
+		// The request's context ended: the client left.
+		_ = conn.Close()
+		ex.clientLeftRelay()
+		return errRelayed
+	}
+	resp.Body = http.NoBody // the ReverseProxy closes it
+	keep := ex.p.relay.Resume != nil && !ex.in.Close
+	_ = conn.SetDeadline(time.Time{})
+	ex.out.status = http.StatusOK
+	if _, err := conn.Write(ex.head(resp, keep)); err != nil {
+		d.Done(false)
+		_ = conn.Close()
+		ex.out.writeErr = err
+		ex.clientLeftRelay()
+		return errRelayed
+	}
+	rs := &relayed{ex: ex, d: d, conn: conn, in: brw.Reader, keep: keep}
+	if ex.Counting() {
+		rs.count = newTokenCount(ex)
+		rs.count.gone = rs.gone
+	}
+	ex.relayed = true
+	err = ex.p.relay.Loops.Add(&relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done})
+	if err != nil {
+		ex.relayed = false
+		d.Done(false)
+		_ = conn.Close()
+		ex.Fail(gate.EngineError)
+		ex.p.log.Warn("relay refused a stream", zap.String("request_id", ex.ID), zap.Error(err))
+	}
+	return errRelayed
+}
+
+// clientLeftRelay settles an exchange whose client left as its answer was
+// handed to the relay.
+func (ex *exchange) clientLeftRelay() {
+	ex.Fail(gate.CancelledRunning)
+	ex.out.status = StatusClientClosedRequest
+}
+
+// head is the answer's head as net/http would write it: the status line,
+// the headers the proxy set and the engine's (hop-by-hop ones already
+// gone), Date, and the engine's chunked framing, which the relay passes
+// through as it is.
+func (ex *exchange) head(resp *http.Response, keep bool) []byte {
+	h := ex.out.Header()
+	for k, vv := range resp.Header {
+		h[k] = append(h[k], vv...)
+	}
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
+	}
+	h.Del("Content-Length")
+	h["Transfer-Encoding"] = []string{"chunked"}
+	if !keep {
+		h["Connection"] = []string{"close"}
+	}
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = h.Write(&b) // a bytes.Buffer never fails
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// relayed is an exchange whose answer the relay carries.
+type relayed struct {
+	ex    *exchange
+	d     *engine.Detached
+	conn  net.Conn
+	in    *bufio.Reader // what net/http had read of the client's next request
+	keep  bool
+	count tokenCount // counter nil: not counted
+	body  int64      // the body's bytes, unframed
+	left  bool       // the client left
+}
+
+func (rs *relayed) gone() bool { return rs.left }
+
+func (rs *relayed) data(p []byte) {
+	rs.body += int64(len(p))
+	if rs.count.counter != nil {
+		rs.count.add(p)
+	}
+}
+
+// done ends the exchange as finish does for the ReverseProxy's copy: on
+// the relay's loop, once the answer ended, was cut, or its client left.
+func (rs *relayed) done(res relay.Result) {
+	ex := rs.ex
+	rs.left = res.ClientGone
+	if rs.count.counter != nil {
+		rs.count.end(res.Ended)
+	} else if res.Ended {
+		ex.EngineDone()
+	}
+	rs.d.Done(res.EngineReusable)
+	ex.out.bytes = rs.body
+	if !res.FirstWrite.IsZero() {
+		ex.FirstByte = res.FirstWrite
+	}
+	switch {
+	case res.ClientGone:
+		ex.Fail(gate.CancelledRunning)
+		ex.out.status = StatusClientClosedRequest
+	case !res.Ended:
+		ex.Fail(gate.EngineError)
+		ex.p.log.Warn("engine answer cut", zap.String("request_id", ex.ID), zap.Error(res.Err))
+	}
+	ex.p.end(ex, res.ClientGone, time.Now())
+	if res.Ended && rs.keep {
+		ex.p.relay.Resume(rs.resumable())
+		return
+	}
+	_ = rs.conn.Close()
+}
+
+// resumable is the client's connection with what net/http had already
+// read of it put back in front.
+func (rs *relayed) resumable() net.Conn {
+	n := rs.in.Buffered()
+	if n == 0 {
+		return rs.conn
+	}
+	b, _ := rs.in.Peek(n)
+	return &readAhead{Conn: rs.conn, ahead: append([]byte(nil), b...)}
+}
+
+// readAhead is a connection whose first bytes were read already.
+type readAhead struct {
+	net.Conn
+	ahead []byte
+}
+
+func (c *readAhead) Read(p []byte) (int, error) {
+	if len(c.ahead) > 0 {
+		n := copy(p, c.ahead)
+		c.ahead = c.ahead[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// SyscallConn exposes the socket, for the peer check and the relay.
+func (c *readAhead) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
+}

@@ -1,0 +1,262 @@
+package proxy_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/proxy"
+	"github.com/slotgate/slotgate/relay"
+)
+
+// newRelayHarness is a harness whose proxy carries event streams on a
+// relay of its own (--stream-relay epoll), giving connections back to
+// the front server after each answer.
+func newRelayHarness(t *testing.T, cfg harnessConfig) *harness {
+	t.Helper()
+	r, err := relay.New(1)
+	if err != nil {
+		t.Skipf("no relay here: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	var h *harness
+	options := cfg.options
+	cfg.options = func(o *proxy.Options) {
+		o.Relay = &proxy.Relay{Loops: r, Resume: func(c net.Conn) { proxy.Resume(h.front.Config, c) }}
+		if options != nil {
+			options(o)
+		}
+	}
+	h = newHarness(t, cfg)
+	return h
+}
+
+// sseEngine streams n events, each flushed on its own, every gap.
+func sseEngine(n int, gap time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("X-Engine", "sim")
+		for i := range n {
+			if _, err := fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\" w%d\"}}]}\n\n", i); err != nil {
+				return
+			}
+			if http.NewResponseController(w).Flush() != nil {
+				return
+			}
+			time.Sleep(gap)
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	})
+}
+
+// wantSSE is what sseEngine(n, _) sends.
+func wantSSE(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "data: {\"choices\":[{\"delta\":{\"content\":\" w%d\"}}]}\n\n", i)
+	}
+	return b.String() + "data: [DONE]\n\n"
+}
+
+const chatBody = `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`
+
+func relayRequest(extra string) string {
+	return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(chatBody), chatBody)
+}
+
+// TestRelayKeepsTheConnection sends three streamed requests, then a GET,
+// on one connection, the second pipelined behind the first: each is
+// answered whole and in order, the connection is kept, every slot comes
+// back, and each relayed answer has its access-log line.
+func TestRelayKeepsTheConnection(t *testing.T) {
+	h := newRelayHarness(t, harnessConfig{engine: sseEngine(20, time.Millisecond), limits: limiter.Options{Slots: 2}})
+	c, br := h.rawConn()
+	if _, err := io.WriteString(c, relayRequest("")+relayRequest("")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if i == 2 {
+			if _, err := io.WriteString(c, relayRequest("")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != 200 || string(body) != wantSSE(20) || resp.Close {
+			t.Fatalf("answer %d: status %d, close %v, err %v, body %q", i, resp.StatusCode, resp.Close, err, body)
+		}
+		if resp.Header.Get("X-Engine") != "sim" || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Date") == "" {
+			t.Errorf("answer %d: headers %v, want the engine's and a Date", i, resp.Header)
+		}
+	}
+	if _, err := io.WriteString(c, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the plain request after the streams: %v %v", resp, err)
+	}
+	h.waitDone(4)
+	// The server sees a resumed connection as a new one: the first, and
+	// one for each relayed answer (sseEngine streams the GET too), all on
+	// the client's one socket.
+	waitFor(t, "the front server to take 5 connections (1 accepted, 4 given back by the relay)",
+		func() bool { return h.conns.Load() == 5 })
+	h.waitStats("every slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+	streams := 0
+	for _, l := range h.accessLines() {
+		if l["path"] == "/v1/chat/completions" {
+			streams++
+			if l["status"] != int64(200) || l["outcome"] != string(gate.AdmittedDirect) || l["bytes_out"] != int64(len(wantSSE(20))) {
+				t.Errorf("access line %v: want 200, admitted_direct, %d bytes out", l, len(wantSSE(20)))
+			}
+		}
+	}
+	if streams != 3 {
+		t.Errorf("%d access lines for the streams, want 3", streams)
+	}
+}
+
+// TestRelayClientLeaves closes the client's connection mid-stream: the
+// engine's connection is closed, the slot comes back, and the outcome is
+// cancelled_running.
+func TestRelayClientLeaves(t *testing.T) {
+	engineSaw := make(chan error, 1)
+	eng := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for {
+			if _, err := io.WriteString(w, "data: {}\n\n"); err != nil {
+				engineSaw <- err
+				return
+			}
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				engineSaw <- err
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				engineSaw <- r.Context().Err()
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	h := newRelayHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1}})
+	c, br := h.rawConn()
+	if _, err := io.WriteString(c, relayRequest("")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	receive(t, "the engine to see the client leave", engineSaw)
+	h.waitOutcome(gate.CancelledRunning)
+	h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+}
+
+// TestRelayEngineCuts: an engine that ends the connection mid-answer cuts
+// the client's connection too (it cannot be told otherwise once the head
+// went), and the outcome is engine_error.
+func TestRelayEngineCuts(t *testing.T) {
+	u := rawEngine(t, readThen(func(c net.Conn) {
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+
+			"a\r\ndata: {}\n\n\r\n5\r\nda")
+		_ = c.Close()
+	}))
+	h := newRelayHarness(t, harnessConfig{engineURL: u, limits: limiter.Options{Slots: 1}})
+	c, br := h.rawConn()
+	if _, err := io.WriteString(c, relayRequest("")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Errorf("the cut answer read to an end: %q", body)
+	}
+	h.waitOutcome(gate.EngineError)
+	h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+}
+
+// TestRelayConnectionClose: a client that asks for the connection's close
+// gets it after the relayed answer, said in the head.
+func TestRelayConnectionClose(t *testing.T) {
+	h := newRelayHarness(t, harnessConfig{engine: sseEngine(3, 0), limits: limiter.Options{Slots: 1}})
+	c, br := h.rawConn()
+	if _, err := io.WriteString(c, relayRequest("Connection: close\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != wantSSE(3) || !resp.Close {
+		t.Fatalf("body %q, err %v, close %v; want the whole stream and a close", body, err, resp.Close)
+	}
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after the answer: read %d, %v; want the connection closed", n, err)
+	}
+}
+
+// TestRelayLeavesOtherAnswers: a JSON answer, an HTTP/1.0 client's stream
+// and a HEAD stay with the ReverseProxy, and are answered as before.
+func TestRelayLeavesOtherAnswers(t *testing.T) {
+	eng := http.NewServeMux()
+	eng.Handle("/v1/chat/completions", sseEngine(3, 0))
+	eng.HandleFunc("/v1/completions", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	})
+	h := newRelayHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1}})
+	res := h.do(mustRequest(t, http.MethodPost, h.url("/v1/completions"), `{}`))
+	if res.err != nil || res.status != 200 || res.body != `{"ok":true}` {
+		t.Errorf("JSON answer: %+v", res)
+	}
+	c, br := h.rawConn()
+	req := strings.Replace(relayRequest(""), "HTTP/1.1", "HTTP/1.0", 1)
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != wantSSE(3) || len(resp.TransferEncoding) != 0 {
+		t.Errorf("HTTP/1.0 stream: body %q, err %v, transfer encoding %v; want the stream, unchunked", body, err, resp.TransferEncoding)
+	}
+	h.waitDone(2)
+}
+
+func mustRequest(t *testing.T, method, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}

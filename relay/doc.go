@@ -1,0 +1,26 @@
+// Package relay copies streamed HTTP/1.1 answers from engine connections
+// to client connections on a few event loops, instead of a goroutine and
+// its buffers per stream.
+//
+// A Stream is an engine answer whose head was already read (its body
+// chunked) and whose head has already gone to the client: from there on,
+// the relay moves the body's bytes unchanged, chunk framing included,
+// from one socket to the other. Each loop owns an epoll instance, waits
+// on it level-triggered and, per readiness of an engine socket, makes one
+// read and one write: no read that finds nothing, no goroutine woken per
+// event. The decoded body (the chunks' data) goes to the stream's OnData
+// as it passes, for token counting.
+//
+// Invariants:
+//   - a stream's sockets are used by its loop only, from Add until its
+//     Done; nothing else reads or writes them meanwhile;
+//   - Done is called exactly once per stream added, on the loop's
+//     goroutine (or on Add's, when Add fails or the answer ended in its
+//     first bytes), after both sockets left the epoll set; it is given
+//     the sockets back, open, and decides what becomes of them;
+//   - the engine is read only while the client has taken every byte read
+//     before (back-pressure): a stream holds at most one read's worth of
+//     bytes the client has not taken;
+//   - a loop's goroutine ends with the context given to Run, ending every
+//     stream still open as cut.
+package relay

@@ -1,0 +1,363 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Relay spreads streams over its loops, one after the other.
+type Relay struct {
+	loops []*loop
+	next  atomic.Uint32
+	open  atomic.Int64
+}
+
+// New returns a relay of n loops (GOMAXPROCS when n <= 0), each with its
+// epoll instance; Run runs them.
+func New(n int) (*Relay, error) {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	r := &Relay{}
+	for range n {
+		l, err := newLoop(&r.open)
+		if err != nil {
+			r.closeLoops()
+			return nil, err
+		}
+		r.loops = append(r.loops, l)
+	}
+	return r, nil
+}
+
+func (r *Relay) closeLoops() {
+	for _, l := range r.loops {
+		l.close()
+	}
+}
+
+// Run runs every loop until ctx ends, then ends the streams still open
+// (Done with ErrShutdown) and frees the loops. It returns when all have
+// stopped.
+func (r *Relay) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, l := range r.loops {
+		wg.Go(func() { l.run(ctx) })
+	}
+	wg.Wait()
+}
+
+// Open is the number of streams being relayed.
+func (r *Relay) Open() int { return int(r.open.Load()) }
+
+// Add hands s to a loop. It fails, without calling Done, when a
+// connection has no socket to relay on, or once the relay stopped; from
+// its success on, Done will be called once.
+func (r *Relay) Add(s *Stream) error {
+	efd, err := fdOf(s.Engine)
+	if err != nil {
+		return err
+	}
+	cfd, err := fdOf(s.Client)
+	if err != nil {
+		return err
+	}
+	l := r.loops[int(r.next.Add(1))%len(r.loops)]
+	return l.add(&stream{Stream: s, efd: efd, cfd: cfd})
+}
+
+// fdOf returns c's socket. The descriptor stays c's: it is valid while c
+// is open, and the relay never closes it.
+func fdOf(c net.Conn) (int, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0, ErrUnsupported
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	fd := -1
+	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
+		return 0, fmt.Errorf("relay: %w", err)
+	}
+	return fd, nil
+}
+
+// stream is a Stream as its loop keeps it.
+type stream struct {
+	*Stream
+	gen      int32 // told apart from an earlier stream on a reused descriptor
+	efd, cfd int
+	parser   chunkParser
+	out      []byte // read from the engine, not yet taken by the client
+	sent     int64
+	first    time.Time
+	extra    bool // the engine sent bytes past the body's end
+}
+
+// loop is one epoll instance and the goroutine that waits on it.
+type loop struct {
+	epfd         int
+	wakeR, wakeW int // a pipe: a byte on it ends the wait at shutdown
+	open         *atomic.Int64
+	// mu guards the table and the epoll set together: Add registers a
+	// stream's two sockets under it, and the loop handles a batch of
+	// events under it, so that the loop never sees half a stream.
+	mu      sync.Mutex
+	streams map[int]*stream // by both of their descriptors
+	gen     int32
+	stopped bool
+	buf     []byte // the loop's read buffer: one read at a time
+}
+
+// readSize is how much one read of an engine socket takes: a stream's
+// events are a few hundred bytes, a burst after a stall more.
+const readSize = 64 << 10
+
+func newLoop(open *atomic.Int64) (*loop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("relay: epoll_create1: %w", err)
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("relay: pipe2: %w", err)
+	}
+	l := &loop{epfd: epfd, wakeR: p[0], wakeW: p[1], open: open, streams: make(map[int]*stream), buf: make([]byte, readSize)}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakeR)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakeR, &ev); err != nil {
+		l.close()
+		return nil, fmt.Errorf("relay: epoll_ctl: %w", err)
+	}
+	return l, nil
+}
+
+func (l *loop) close() {
+	_ = syscall.Close(l.epfd)
+	_ = syscall.Close(l.wakeR)
+	_ = syscall.Close(l.wakeW)
+}
+
+// add registers st: the body's first bytes are framed at once and left
+// for the client to take when its socket is writable.
+func (l *loop) add(st *stream) error {
+	k, err := st.parser.feed(st.Pending, st.OnData)
+	st.extra = k < len(st.Pending)
+	st.out = append([]byte(nil), st.Pending[:k]...)
+	st.Pending = nil
+	if err != nil {
+		st.Done(Result{Err: err})
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return ErrShutdown
+	}
+	l.gen++
+	st.gen = l.gen
+	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.cfd, st, syscall.EPOLLRDHUP|syscall.EPOLLOUT); err != nil {
+		return err
+	}
+	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.efd, st, 0); err != nil {
+		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, st.cfd, nil)
+		return err
+	}
+	l.streams[st.efd], l.streams[st.cfd] = st, st
+	l.open.Add(1)
+	return nil
+}
+
+// ctl adds or changes fd's events in the set, tagged with st's generation.
+func (l *loop) ctl(op, fd int, st *stream, events uint32) error {
+	ev := syscall.EpollEvent{Events: events, Fd: int32(fd), Pad: st.gen}
+	if err := syscall.EpollCtl(l.epfd, op, fd, &ev); err != nil {
+		return fmt.Errorf("relay: epoll_ctl: %w", err)
+	}
+	return nil
+}
+
+// run waits for events until ctx ends.
+func (l *loop) run(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() { _, _ = syscall.Write(l.wakeW, []byte{1}) })
+	defer stop()
+	events := make([]syscall.EpollEvent, 256)
+	var ended []ending
+	for ctx.Err() == nil {
+		n, err := syscall.EpollWait(l.epfd, events, -1)
+		if err != nil {
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			break // the set is gone: nothing more can be waited on
+		}
+		l.mu.Lock()
+		for _, ev := range events[:n] {
+			ended = l.handle(ev, ended)
+		}
+		l.mu.Unlock()
+		ended = callDone(ended)
+	}
+	l.shutdown()
+}
+
+// shutdown ends every stream still open and frees the loop.
+func (l *loop) shutdown() {
+	l.mu.Lock()
+	l.stopped = true
+	var ended []ending
+	for fd, st := range l.streams {
+		if fd == st.efd {
+			ended = l.end(st, Result{Err: ErrShutdown}, ended)
+		}
+	}
+	l.mu.Unlock()
+	callDone(ended)
+	l.close()
+}
+
+// ending is a stream that ended in a batch, told once the loop's lock is
+// released (Done may take time: a log line, a release).
+type ending struct {
+	st  *stream
+	res Result
+}
+
+func callDone(ended []ending) []ending {
+	for _, e := range ended {
+		e.st.Done(e.res)
+	}
+	clear(ended)
+	return ended[:0]
+}
+
+// handle acts on one event.
+func (l *loop) handle(ev syscall.EpollEvent, ended []ending) []ending {
+	fd := int(ev.Fd)
+	st := l.streams[fd]
+	if st == nil || st.gen != ev.Pad {
+		return ended // the wake pipe, or a stream that ended in this batch
+	}
+	if fd == st.cfd {
+		if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+			return l.end(st, Result{ClientGone: true, Err: errClientClosed}, ended)
+		}
+		return l.flush(st, ended)
+	}
+	if len(st.out) > 0 {
+		return ended // the engine waits for the client to take what was read
+	}
+	return l.readEngine(st, ended)
+}
+
+var (
+	errClientClosed = errors.New("relay: the client closed its connection")
+	errEngineEOF    = errors.New("relay: the engine closed the connection before the answer's end")
+)
+
+// readEngine makes one read of the engine's socket and passes what came
+// to the client.
+func (l *loop) readEngine(st *stream, ended []ending) []ending {
+	n, err := syscall.Read(st.efd, l.buf)
+	switch {
+	case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR):
+		return ended // level-triggered: told again
+	case err != nil:
+		return l.end(st, Result{Err: fmt.Errorf("relay: read engine: %w", err)}, ended)
+	case n == 0:
+		return l.end(st, Result{Err: errEngineEOF}, ended)
+	}
+	k, err := st.parser.feed(l.buf[:n], st.OnData)
+	if err != nil {
+		return l.end(st, Result{Err: err}, ended)
+	}
+	st.extra = st.extra || k < n
+	return l.write(st, l.buf[:k], ended)
+}
+
+// write gives p to the client; what it does not take waits in st.out,
+// and the engine is not read until it has.
+func (l *loop) write(st *stream, p []byte, ended []ending) []ending {
+	n, err := writeSome(st.cfd, p)
+	if n > 0 {
+		if st.sent == 0 {
+			st.first = time.Now()
+		}
+		st.sent += int64(n)
+	}
+	if err != nil {
+		return l.end(st, Result{ClientGone: true, Err: fmt.Errorf("relay: write client: %w", err)}, ended)
+	}
+	if n < len(p) {
+		st.out = append(st.out[:0], p[n:]...)
+		if l.ctl(syscall.EPOLL_CTL_MOD, st.efd, st, 0) != nil ||
+			l.ctl(syscall.EPOLL_CTL_MOD, st.cfd, st, syscall.EPOLLRDHUP|syscall.EPOLLOUT) != nil {
+			return l.end(st, Result{Err: errors.New("relay: epoll_ctl failed")}, ended)
+		}
+		return ended
+	}
+	if st.parser.done() {
+		return l.end(st, Result{Ended: true}, ended)
+	}
+	return ended
+}
+
+// flush gives the client what it had not taken; once it has, the engine
+// is read again. A stream starts here: its client's socket is watched for writing
+// first, with the body's first bytes (if any) to take.
+func (l *loop) flush(st *stream, ended []ending) []ending {
+	if len(st.out) > 0 {
+		out := st.out
+		st.out = st.out[:0]
+		before := len(ended)
+		ended = l.write(st, out, ended)
+		if len(ended) > before || len(st.out) > 0 {
+			return ended // ended, or the client still has more to take
+		}
+	}
+	st.out = nil // a stream between reads holds no buffer
+	if l.ctl(syscall.EPOLL_CTL_MOD, st.cfd, st, syscall.EPOLLRDHUP) != nil ||
+		l.ctl(syscall.EPOLL_CTL_MOD, st.efd, st, syscall.EPOLLIN|syscall.EPOLLRDHUP) != nil {
+		return l.end(st, Result{Err: errors.New("relay: epoll_ctl failed")}, ended)
+	}
+	return ended
+}
+
+// writeSome writes p once, retried on EINTR; a full socket (EAGAIN) is
+// not an error: it wrote 0.
+func writeSome(fd int, p []byte) (int, error) {
+	for {
+		n, err := syscall.Write(fd, p)
+		switch {
+		case err == nil:
+			return n, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			return 0, nil
+		}
+		return 0, err
+	}
+}
+
+// end takes st out of the set and the table and queues its Done.
+func (l *loop) end(st *stream, res Result, ended []ending) []ending {
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, st.efd, nil)
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, st.cfd, nil)
+	delete(l.streams, st.efd)
+	delete(l.streams, st.cfd)
+	l.open.Add(-1)
+	res.Sent, res.FirstWrite = st.sent, st.first
+	res.EngineReusable = res.Ended && !st.extra
+	st.out = nil
+	return append(ended, ending{st, res})
+}

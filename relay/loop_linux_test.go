@@ -1,0 +1,247 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// wait bounds every wait of these tests.
+const wait = 10 * time.Second
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (a, b net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	a, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = <-accepted
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// harness is a running relay with one stream: the engine's end the test
+// writes to, the client's end it reads from.
+type harness struct {
+	engine, client net.Conn // the test's ends
+	done           chan Result
+	mu             sync.Mutex
+	data           []byte // what OnData was given
+}
+
+func newHarness(t *testing.T, pending string) (*harness, *Relay) {
+	t.Helper()
+	r, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	h := &harness{done: make(chan Result, 1)}
+	var relayEngine, relayClient net.Conn
+	h.engine, relayEngine = tcpPair(t)
+	h.client, relayClient = tcpPair(t)
+	err = r.Add(&Stream{Engine: relayEngine, Pending: []byte(pending), Client: relayClient,
+		OnData: func(p []byte) { h.mu.Lock(); h.data = append(h.data, p...); h.mu.Unlock() },
+		Done:   func(res Result) { h.done <- res }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, r
+}
+
+func (h *harness) result(t *testing.T) Result {
+	t.Helper()
+	select {
+	case res := <-h.done:
+		return res
+	case <-time.After(wait):
+		t.Fatal("the stream did not end")
+		return Result{}
+	}
+}
+
+// readN reads n bytes from the client's end.
+func (h *harness) readN(t *testing.T, n int) []byte {
+	t.Helper()
+	_ = h.client.SetReadDeadline(time.Now().Add(wait))
+	b := make([]byte, n)
+	if _, err := io.ReadFull(h.client, b); err != nil {
+		t.Fatalf("read %d bytes from the relay: %v", n, err)
+	}
+	return b
+}
+
+func TestRelayCarriesAStream(t *testing.T) {
+	pending := "6\r\ndata: \r\n"
+	h, r := newHarness(t, pending)
+	sent := pending
+	for i := range 50 {
+		ev := fmt.Sprintf("data: {\"n\":%d}\n\n", i)
+		chunk := fmt.Sprintf("%x\r\n%s\r\n", len(ev), ev)
+		if _, err := h.engine.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+		sent += chunk
+		if i%10 == 0 {
+			time.Sleep(time.Millisecond) // some events alone, some together
+		}
+	}
+	if _, err := h.engine.Write([]byte("0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	sent += "0\r\n\r\n"
+	if got := h.readN(t, len(sent)); string(got) != sent {
+		t.Fatalf("the client got %q, want %q", got, sent)
+	}
+	res := h.result(t)
+	if !res.Ended || !res.EngineReusable || res.ClientGone || res.Err != nil || res.Sent != int64(len(sent)) || res.FirstWrite.IsZero() {
+		t.Errorf("result = %+v, want ended, reusable, %d bytes sent", res, len(sent))
+	}
+	want := "data: "
+	for i := range 50 {
+		want += fmt.Sprintf("data: {\"n\":%d}\n\n", i)
+	}
+	if string(h.data) != want {
+		t.Errorf("OnData got %q, want %q", h.data, want)
+	}
+	if r.Open() != 0 {
+		t.Errorf("Open() = %d after the end, want 0", r.Open())
+	}
+}
+
+func TestRelayEnds(t *testing.T) {
+	tests := []struct {
+		name string
+		act  func(h *harness)
+		// want
+		ended, reusable, gone bool
+		err                   error
+	}{
+		{name: "client hangs up", act: func(h *harness) { h.client.Close() }, gone: true, err: errClientClosed},
+		{name: "engine closes early", act: func(h *harness) { h.engine.Write([]byte("3\r\nab")); h.engine.Close() }, err: errEngineEOF},
+		{name: "engine breaks the framing", act: func(h *harness) { h.engine.Write([]byte("zz\r\n")) }, err: errChunked},
+		{name: "engine sends more than the answer", act: func(h *harness) { h.engine.Write([]byte("1\r\nx\r\n0\r\n\r\nHTTP/1.1")) },
+			ended: true},
+		{name: "ends in the first bytes", act: func(*harness) {}, ended: true, reusable: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pending := "1\r\na\r\n"
+			if tt.name == "ends in the first bytes" {
+				pending += "0\r\n\r\n"
+			}
+			h, _ := newHarness(t, pending)
+			tt.act(h)
+			res := h.result(t)
+			if res.Ended != tt.ended || res.EngineReusable != tt.reusable || res.ClientGone != tt.gone ||
+				(tt.err == nil) != (res.Err == nil) || (tt.err != nil && !errors.Is(res.Err, tt.err)) {
+				t.Errorf("result = %+v, want ended %v, reusable %v, client gone %v, err %v", res, tt.ended, tt.reusable, tt.gone, tt.err)
+			}
+		})
+	}
+}
+
+// TestRelayBackPressure sends more than the sockets hold to a client that
+// reads late and slowly: nothing is lost, and the engine is read only as
+// fast as the client takes.
+func TestRelayBackPressure(t *testing.T) {
+	h, _ := newHarness(t, "")
+	const chunks, size = 256, 32 << 10
+	payload := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	var want bytes.Buffer
+	go func() {
+		for range chunks {
+			fmt.Fprintf(h.engine, "%x\r\n%s\r\n", size, payload)
+		}
+		_, _ = h.engine.Write([]byte("0\r\n\r\n"))
+	}()
+	for range chunks {
+		fmt.Fprintf(&want, "%x\r\n%s\r\n", size, payload)
+	}
+	want.WriteString("0\r\n\r\n")
+	time.Sleep(50 * time.Millisecond) // the sockets fill up
+	got := h.readN(t, want.Len())
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatal("the client got other bytes than the engine sent")
+	}
+	if res := h.result(t); !res.Ended || res.Sent != int64(want.Len()) {
+		t.Errorf("result = %+v, want ended with %d bytes sent", res, want.Len())
+	}
+	if len(h.data) != chunks*size {
+		t.Errorf("OnData got %d bytes, want %d", len(h.data), chunks*size)
+	}
+}
+
+// TestRelayShutdown ends the streams still open when Run's context ends.
+func TestRelayShutdown(t *testing.T) {
+	r, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.Run(ctx); close(stopped) }()
+	done := make(chan Result, 3)
+	for range 3 {
+		_, e := tcpPair(t)
+		_, c := tcpPair(t)
+		if err := r.Add(&Stream{Engine: e, Client: c, OnData: func([]byte) {}, Done: func(res Result) { done <- res }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Open() != 3 {
+		t.Errorf("Open() = %d, want 3", r.Open())
+	}
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(wait):
+		t.Fatal("Run did not return after its context ended")
+	}
+	for range 3 {
+		if res := <-done; !errors.Is(res.Err, ErrShutdown) || res.Ended {
+			t.Errorf("result = %+v, want ErrShutdown", res)
+		}
+	}
+	_, e := tcpPair(t)
+	_, c := tcpPair(t)
+	if err := r.Add(&Stream{Engine: e, Client: c, Done: func(Result) { t.Error("Done called for a stream never added") }}); !errors.Is(err, ErrShutdown) {
+		t.Errorf("Add after the shutdown: %v, want ErrShutdown", err)
+	}
+}
+
+func TestAddNeedsSockets(t *testing.T) {
+	r, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if err := r.Add(&Stream{Engine: a, Client: b}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Add of a net.Pipe: %v, want ErrUnsupported", err)
+	}
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package relay
+
+import "context"
+
+// Relay is unavailable off Linux: New fails with ErrUnsupported.
+type Relay struct{}
+
+// New fails with ErrUnsupported off Linux.
+func New(int) (*Relay, error) { return nil, ErrUnsupported }
+
+// Run returns at once.
+func (*Relay) Run(context.Context) {}
+
+// Add fails with ErrUnsupported.
+func (*Relay) Add(*Stream) error { return ErrUnsupported }
+
+// Open is always 0.
+func (*Relay) Open() int { return 0 }
