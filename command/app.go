@@ -109,6 +109,11 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if err := reg.Register(metrics.Readiness(a.ready, a.drain.started)); err != nil {
 		return nil, fmt.Errorf("metrics: register readiness: %w", err)
 	}
+	if a.relay != nil {
+		if err := reg.Register(metrics.Relay(a.relay.Open, a.relay.Added)); err != nil {
+			return nil, fmt.Errorf("metrics: register the relay's: %w", err)
+		}
+	}
 	orca, err := lp.orcaService(a.drain.begun)
 	if err != nil {
 		return nil, err

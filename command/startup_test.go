@@ -27,7 +27,7 @@ func TestRunRefusesConfiguration(t *testing.T) {
 		{name: "limit of zero", args: []string{"--engine-request-limit", "0"},
 			want: `slotgate: --engine-request-limit: must be a positive integer, got "0"`},
 		{name: "unknown stream relay", env: map[string]string{"SLOTGATE_STREAM_RELAY": "kqueue"},
-			want: `slotgate: SLOTGATE_STREAM_RELAY: must be one of off, epoll, got "kqueue"`},
+			want: `slotgate: SLOTGATE_STREAM_RELAY: must be one of auto, epoll, off, got "kqueue"`},
 		{name: "unknown flag", args: []string{"--drain-delayed", "1s"}, want: `flag provided but not defined: -drain-delayed`},
 		{name: "admission file missing, by flag", args: []string{"--admission-config", "/nonexistent/policy.yaml"},
 			want: `slotgate: --admission-config: admission config: open /nonexistent/policy.yaml`},

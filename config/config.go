@@ -104,7 +104,8 @@ type Config struct {
 	RequestHeaderTimeout time.Duration
 	// StreamRelay is how streamed HTTP/1.1 answers are carried: "off"
 	// (net/http, a goroutine each) or "epoll" (the relay's event loops,
-	// Linux only) (--stream-relay, SLOTGATE_STREAM_RELAY, off).
+	// Linux only); "auto", the default, is read as epoll on Linux and off
+	// elsewhere (--stream-relay, SLOTGATE_STREAM_RELAY).
 	StreamRelay string
 	// RequestBodyTimeout bounds how long a request's body may take to
 	// arrive, from its headers (--request-body-timeout,
@@ -262,9 +263,14 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.MaxBufferedBodyBytes = int64(intAtLeast(v, "max-buffered-body-bytes", r.MaxBufferedBody, 0))
 	c.RequestHeaderTimeout = v.Duration("request-header-timeout", r.RequestHeaderTimeout, 0)
 	c.RequestBodyTimeout = v.Duration("request-body-timeout", r.RequestBodyTimeout, 0)
-	c.StreamRelay = v.OneOf("stream-relay", r.StreamRelay, "off", "epoll")
-	if c.StreamRelay == "epoll" && runtime.GOOS != "linux" {
+	c.StreamRelay = v.OneOf("stream-relay", r.StreamRelay, "auto", "epoll", "off")
+	switch {
+	case c.StreamRelay == "epoll" && runtime.GOOS != "linux":
 		v.Fail("stream-relay", r.StreamRelay, "epoll runs on Linux only")
+	case c.StreamRelay == "auto" && runtime.GOOS == "linux":
+		c.StreamRelay = "epoll"
+	case c.StreamRelay == "auto":
+		c.StreamRelay = "off"
 	}
 	c.RetryAfter, c.RetryAfterAuto = retryAfter(v, r.RetryAfter)
 	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)

@@ -39,7 +39,7 @@ var allSettings = []setting{
 	{"max-request-body-bytes", "SLOTGATE_MAX_REQUEST_BODY_BYTES", "33554432"},
 	{"max-buffered-body-bytes", "SLOTGATE_MAX_BUFFERED_BODY_BYTES", "268435456"},
 	{"request-header-timeout", "SLOTGATE_REQUEST_HEADER_TIMEOUT", "30s"},
-	{"stream-relay", "SLOTGATE_STREAM_RELAY", "off"},
+	{"stream-relay", "SLOTGATE_STREAM_RELAY", "auto"},
 	{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", "60s"},
 	{"retry-after", "SLOTGATE_RETRY_AFTER", "1s"},
 	{"shutdown-timeout", "SLOTGATE_SHUTDOWN_TIMEOUT", "60s"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestPrecedence(t *testing.T) {
 		{"request-header-timeout", "SLOTGATE_REQUEST_HEADER_TIMEOUT", nil,
 			func(c config.Config) string { return str(c.RequestHeaderTimeout) }, "30s", "0", "0s", "2s", "2s"},
 		{"stream-relay", "SLOTGATE_STREAM_RELAY", nil,
-			func(c config.Config) string { return c.StreamRelay }, "off", "epoll", "epoll", "off", "off"},
+			func(c config.Config) string { return c.StreamRelay }, autoRelay, "off", "off", "epoll", "epoll"},
 		{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", nil,
 			func(c config.Config) string { return str(c.RequestBodyTimeout) }, "1m0s", "0", "0s", "5s", "5s"},
 		{"admin-token-file", "SLOTGATE_ADMIN_TOKEN_FILE", nil,
@@ -726,3 +727,6 @@ func TestLoadDoesNotModifyEnvironment(t *testing.T) {
 		t.Errorf("environment changed: %q, was %q", env, before)
 	}
 }
+
+// autoRelay is what --stream-relay auto is read as here.
+var autoRelay = map[bool]string{true: "epoll", false: "off"}[runtime.GOOS == "linux"]

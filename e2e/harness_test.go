@@ -94,8 +94,8 @@ func launch(t *testing.T, engineURL string, env map[string]string, args ...strin
 	cmd := exec.Command(binary, append(base, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	if relay := os.Getenv("SLOTGATE_E2E_STREAM_RELAY"); relay != "" {
-		// The whole suite against another stream path: a test's own
-		// setting, below, still wins.
+		// The whole suite on one stream path (epoll, the default on
+		// Linux, or off): a test's own setting, below, still wins.
 		cmd.Env = append(cmd.Env, "SLOTGATE_STREAM_RELAY="+relay)
 	}
 	for k, v := range env {

@@ -25,9 +25,13 @@ type conn struct {
 func newConn(c net.Conn) *conn {
 	ec := &conn{c: c}
 	ec.read.r = c
-	ec.br = bufio.NewReaderSize(&ec.read, 4<<10)
+	ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
 	return ec
 }
+
+// readBufSize is a connection's read buffer: an answer's head, usually
+// whole, and the body's first bytes.
+const readBufSize = 4 << 10
 
 // send writes req and reads the head of its final answer, failing once
 // the heads read, interim ones included, pass maxHead bytes.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"net"
 	"net/http"
 )
@@ -40,7 +41,11 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	n := b.ec.br.Buffered()
 	buf, _ := b.ec.br.Peek(n) // never fails: n bytes are buffered
 	d := &Detached{Conn: b.ec.c, Buffered: append([]byte(nil), buf...), body: b}
-	_, _ = b.ec.br.Discard(n)
+	// The connection's reader is empty now, and the body reads nothing
+	// more: both go, so that a stream holds no buffer; a connection
+	// given back gets a new reader.
+	b.ec.br = nil
+	b.ReadCloser = http.NoBody
 	return d, true
 }
 
@@ -50,7 +55,9 @@ func Detach(resp *http.Response) (*Detached, bool) {
 // abandoned).
 func (d *Detached) Done(reuse bool) {
 	if reuse && d.body.keep {
-		d.body.pool.put(d.body.ec)
+		ec := d.body.ec
+		ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
+		d.body.pool.put(ec)
 		return
 	}
 	_ = d.Conn.Close()

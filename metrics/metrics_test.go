@@ -650,3 +650,25 @@ slotgate_ready %d
 		}
 	}
 }
+
+func TestRelay(t *testing.T) {
+	open, added := 0, uint64(0)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.Relay(func() int { return open }, func() uint64 { return added }))
+	for _, tc := range []struct {
+		open  int
+		added uint64
+	}{{0, 0}, {3, 7}, {0, 12}} {
+		open, added = tc.open, tc.added
+		want := fmt.Sprintf(`# HELP slotgate_relay_streams Streamed answers the relay's event loops carry now (--stream-relay epoll).
+# TYPE slotgate_relay_streams gauge
+slotgate_relay_streams %d
+# HELP slotgate_relay_streams_total Streamed answers handed to the relay's event loops since start (--stream-relay epoll).
+# TYPE slotgate_relay_streams_total counter
+slotgate_relay_streams_total %d
+`, tc.open, tc.added)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+			t.Errorf("open %d, added %d: %v", tc.open, tc.added, err)
+		}
+	}
+}

@@ -76,7 +76,13 @@ func (ex *exchange) handOff(resp *http.Response) error {
 		ex.clientLeftRelay()
 		return errRelayed
 	}
-	rs := &relayed{ex: ex, d: d, conn: conn, in: brw.Reader, keep: keep}
+	// net/http's writer holds its connection's buffers (its reader and
+	// the answer's chunking buffer): let them go with it for the stream.
+	// The request's body was read whole, but its reader still points at
+	// the connection's read buffer.
+	ex.out.ResponseWriter = nil
+	ex.in.Body, ex.r.Body = http.NoBody, http.NoBody
+	rs := &relayed{ex: ex, d: d, conn: conn, ahead: readAheadOf(brw.Reader), keep: keep}
 	if ex.Counting() {
 		rs.count = newTokenCount(ex)
 		rs.count.gone = rs.gone
@@ -129,7 +135,7 @@ type relayed struct {
 	ex    *exchange
 	d     *engine.Detached
 	conn  net.Conn
-	in    *bufio.Reader // what net/http had read of the client's next request
+	ahead []byte // what net/http had read of the client's next request
 	keep  bool
 	count tokenCount // counter nil: not counted
 	body  int64      // the body's bytes, unframed
@@ -179,12 +185,21 @@ func (rs *relayed) done(res relay.Result) {
 // resumable is the client's connection with what net/http had already
 // read of it put back in front.
 func (rs *relayed) resumable() net.Conn {
-	n := rs.in.Buffered()
-	if n == 0 {
+	if len(rs.ahead) == 0 {
 		return rs.conn
 	}
-	b, _ := rs.in.Peek(n)
-	return &readAhead{Conn: rs.conn, ahead: append([]byte(nil), b...)}
+	return &readAhead{Conn: rs.conn, ahead: rs.ahead}
+}
+
+// readAheadOf copies what br holds (a pipelined request's first bytes,
+// rarely any), so that the stream keeps no reader buffer.
+func readAheadOf(br *bufio.Reader) []byte {
+	n := br.Buffered()
+	if n == 0 {
+		return nil
+	}
+	b, _ := br.Peek(n) // never fails: n bytes are buffered
+	return append([]byte(nil), b...)
 }
 
 // readAhead is a connection whose first bytes were read already.

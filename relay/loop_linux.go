@@ -1,10 +1,12 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ type Relay struct {
 	loops []*loop
 	next  atomic.Uint32
 	open  atomic.Int64
+	added atomic.Uint64
 }
 
 // New returns a relay of n loops (GOMAXPROCS when n <= 0), each with its
@@ -27,7 +30,7 @@ func New(n int) (*Relay, error) {
 	}
 	r := &Relay{}
 	for range n {
-		l, err := newLoop(&r.open)
+		l, err := newLoop(&r.open, &r.added)
 		if err != nil {
 			r.closeLoops()
 			return nil, err
@@ -56,6 +59,9 @@ func (r *Relay) Run(ctx context.Context) {
 
 // Open is the number of streams being relayed.
 func (r *Relay) Open() int { return int(r.open.Load()) }
+
+// Added is the number of streams added since New.
+func (r *Relay) Added() uint64 { return r.added.Load() }
 
 // Add hands s to a loop. It fails, without calling Done, when a
 // connection has no socket to relay on, or once the relay stopped; from
@@ -106,8 +112,11 @@ type stream struct {
 // loop is one epoll instance and the goroutine that waits on it.
 type loop struct {
 	epfd         int
-	wakeR, wakeW int // a pipe: a byte on it ends the wait at shutdown
+	ep           *os.File        // epfd, watched by Go's netpoller
+	raw          syscall.RawConn // ep's, to park on
+	wakeR, wakeW int             // a pipe: a byte on it ends the wait at shutdown
 	open         *atomic.Int64
+	added        *atomic.Uint64
 	// mu guards the table and the epoll set together: Add registers a
 	// stream's two sockets under it, and the loop handles a batch of
 	// events under it, so that the loop never sees half a stream.
@@ -122,17 +131,28 @@ type loop struct {
 // events are a few hundred bytes, a burst after a stall more.
 const readSize = 64 << 10
 
-func newLoop(open *atomic.Int64) (*loop, error) {
+func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("relay: epoll_create1: %w", err)
 	}
+	// Non-blocking, so that os.NewFile hands it to Go's netpoller.
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("relay: epoll fd: %w", err)
+	}
+	l := &loop{epfd: epfd, ep: os.NewFile(uintptr(epfd), "relay-epoll"), open: open, added: added,
+		streams: make(map[int]*stream), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
-		_ = syscall.Close(epfd)
+		_ = l.ep.Close()
 		return nil, fmt.Errorf("relay: pipe2: %w", err)
 	}
-	l := &loop{epfd: epfd, wakeR: p[0], wakeW: p[1], open: open, streams: make(map[int]*stream), buf: make([]byte, readSize)}
+	l.wakeR, l.wakeW = p[0], p[1]
+	if l.raw, err = l.ep.SyscallConn(); err != nil {
+		l.close()
+		return nil, fmt.Errorf("relay: epoll fd: %w", err)
+	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakeR)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakeR, &ev); err != nil {
 		l.close()
@@ -142,7 +162,7 @@ func newLoop(open *atomic.Int64) (*loop, error) {
 }
 
 func (l *loop) close() {
-	_ = syscall.Close(l.epfd)
+	_ = l.ep.Close() // the epoll fd
 	_ = syscall.Close(l.wakeR)
 	_ = syscall.Close(l.wakeW)
 }
@@ -174,6 +194,7 @@ func (l *loop) add(st *stream) error {
 	}
 	l.streams[st.efd], l.streams[st.cfd] = st, st
 	l.open.Add(1)
+	l.added.Add(1)
 	return nil
 }
 
@@ -186,18 +207,22 @@ func (l *loop) ctl(op, fd int, st *stream, events uint32) error {
 	return nil
 }
 
-// run waits for events until ctx ends.
+// run waits for events until ctx ends. The loop's epoll fd is itself
+// watched by Go's netpoller (an epoll set is readable while it has events
+// ready): the goroutine parks there, like any goroutine waiting on a
+// socket, and each wake takes what is ready with a wait that does not
+// block. A blocking epoll_wait would instead hold a thread in a system
+// call, and every wake would pay the scheduler's hand-off of that
+// thread's processor and its return: several futex calls, per event at
+// low load.
 func (l *loop) run(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() { _, _ = syscall.Write(l.wakeW, []byte{1}) })
 	defer stop()
 	events := make([]syscall.EpollEvent, 256)
 	var ended []ending
 	for ctx.Err() == nil {
-		n, err := syscall.EpollWait(l.epfd, events, -1)
+		n, err := l.wait(events)
 		if err != nil {
-			if errors.Is(err, syscall.EINTR) {
-				continue
-			}
 			break // the set is gone: nothing more can be waited on
 		}
 		l.mu.Lock()
@@ -208,6 +233,23 @@ func (l *loop) run(ctx context.Context) {
 		ended = callDone(ended)
 	}
 	l.shutdown()
+}
+
+// wait returns the events ready, parking until there are some. An event
+// that arrives after the netpoller's last report and before the park is
+// not missed: RawConn.Read resets the readiness before it calls the
+// function, so such an event wakes the park at once.
+func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
+	var n int
+	var werr error
+	err := l.raw.Read(func(fd uintptr) bool {
+		n, werr = syscall.EpollWait(int(fd), events, 0)
+		if errors.Is(werr, syscall.EINTR) {
+			n, werr = 0, nil
+		}
+		return n > 0 || werr != nil
+	})
+	return n, cmp.Or(err, werr)
 }
 
 // shutdown ends every stream still open and frees the loop.
@@ -254,7 +296,17 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) []ending {
 		return l.flush(st, ended)
 	}
 	if len(st.out) > 0 {
-		return ended // the engine waits for the client to take what was read
+		// The engine waits for the client to take what was read. Its
+		// socket's events are off, but a hang-up or an error is told
+		// whatever the mask, and level-triggered, again and again: a
+		// body read to its end no longer needs the socket; one that was
+		// not is cut.
+		if !st.parser.done() {
+			return l.end(st, Result{Err: errEngineEOF}, ended)
+		}
+		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, st.efd, nil)
+		st.extra = true // not for the pool: it hung up
+		return ended
 	}
 	return l.readEngine(st, ended)
 }

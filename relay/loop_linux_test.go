@@ -245,3 +245,29 @@ func TestAddNeedsSockets(t *testing.T) {
 		t.Errorf("Add of a net.Pipe: %v, want ErrUnsupported", err)
 	}
 }
+
+// TestRelayEngineResetsWhileClientLags: an engine that resets its
+// connection while the client has not taken what was read ends the
+// stream at once, cut: the reset is told whatever the socket's event
+// mask, and the loop must not wait on the client meanwhile.
+func TestRelayEngineResetsWhileClientLags(t *testing.T) {
+	h, _ := newHarness(t, "")
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		chunk := fmt.Appendf(nil, "%x\r\n%s\r\n", 64<<10, bytes.Repeat([]byte("x"), 64<<10))
+		for range 256 { // far more than the sockets hold: the writes block
+			if _, err := h.engine.Write(chunk); err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the client's socket fills up
+	_ = h.engine.(*net.TCPConn).SetLinger(0)
+	_ = h.engine.Close()
+	<-wrote
+	res := h.result(t)
+	if res.Ended || res.ClientGone || res.Err == nil {
+		t.Errorf("result = %+v, want cut by the engine", res)
+	}
+}

@@ -18,3 +18,6 @@ func (*Relay) Add(*Stream) error { return ErrUnsupported }
 
 // Open is always 0.
 func (*Relay) Open() int { return 0 }
+
+// Added is always 0.
+func (*Relay) Added() uint64 { return 0 }

@@ -30,9 +30,11 @@ type options struct {
 	bin, haproxy, nginx, out string
 	wrk                      string
 	only                     string
+	targets                  string
 	plot, cpuPlot            string
 	reps                     int
 	duration                 time.Duration
+	keep                     bool
 }
 
 func main() {
@@ -47,8 +49,11 @@ func main() {
 	flag.StringVar(&o.wrk, "wrk", findBinary("wrk"), "wrk binary, for fast-wrk-c64; empty: skip it")
 	flag.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames(), ", ")+"); empty: all")
+	flag.StringVar(&o.targets, "targets", "", "comma-separated targets every scenario runs on, in that order, instead of its own "+
+		"(direct, slotgate, slotgate-nethttp, haproxy, haproxy-maxqueue, nginx); empty: each scenario's own")
 	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
 	flag.StringVar(&o.cpuPlot, "cpu-plot", "", "also write the plot of proxy CPU per event against streams (SVG) to this path, e.g. bench/streams-cpu.svg; empty: only next to the JSON")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (logs, configs, slotgate's CPU profiles of the streams scenarios) instead of removing it")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each measurement per target")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each closed-loop run")
 	flag.Parse()
@@ -168,7 +173,7 @@ func run(ctx context.Context, o options) error {
 	}
 	res.Machine = describe(sg, o.haproxy, o.nginx)
 	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
-		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx)}
+		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx), only: splitTargets(o.targets)}
 	defer e.procs.stopAll()
 	eng, err := startEngine(ctx, e.procs, runDir)
 	if err != nil {
@@ -185,7 +190,11 @@ func run(ctx context.Context, o options) error {
 		res.Scenarios = append(res.Scenarios, r)
 	}
 	e.procs.stopAll()
-	os.RemoveAll(runDir)
+	if o.keep {
+		fmt.Printf("slotgate-bench: the run's logs, configs and profiles are kept in %s\n", runDir)
+	} else {
+		os.RemoveAll(runDir)
+	}
 	res.Targets = goals(res.Scenarios)
 	res.Warnings = clientWarnings(res.Scenarios)
 	writeTables(os.Stdout, res.Scenarios)
@@ -311,4 +320,15 @@ func scenarioNames() []string {
 		names = append(names, s.name)
 	}
 	return names
+}
+
+// splitTargets reads --targets: the names, trimmed; nil when empty.
+func splitTargets(s string) []string {
+	var out []string
+	for name := range strings.SplitSeq(s, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -56,6 +56,22 @@ func TestPickAndTargets(t *testing.T) {
 	if want := []string{"direct", "slotgate", "haproxy", "haproxy-maxqueue"}; !slices.Equal(names, want) {
 		t.Errorf("targets = %v, want %v (nginx not installed)", names, want)
 	}
+	// --targets replaces a scenario's own, in its order; over gRPC the
+	// net/http stream path has no target of its own.
+	e.only = splitTargets(" slotgate-nethttp, haproxy,,slotgate ")
+	for _, grpc := range []bool{false, true} {
+		names = nil
+		for _, tg := range e.targets([]string{"direct", "nginx"}, grpc) {
+			names = append(names, tg.name)
+		}
+		want := []string{"slotgate-nethttp", "haproxy", "slotgate"}
+		if grpc {
+			want = want[1:]
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("targets with --targets (gRPC %v) = %v, want %v", grpc, names, want)
+		}
+	}
 }
 
 func TestRepsFor(t *testing.T) {

@@ -51,6 +51,8 @@ type env struct {
 	haproxy     string
 	nginx       string
 	wrk         string // wrk binary; "": the wrk scenario is skipped
+	// only, when set (--targets), replaces every scenario's targets.
+	only []string
 	// nginxHTTP2On says the nginx found takes `http2 on` (1.25.1 and
 	// later), for its gRPC config.
 	nginxHTTP2On bool
@@ -75,6 +77,12 @@ func (e *env) targets(names []string, grpc bool) []target {
 	}
 	if e.slotgateBin != "" {
 		all["slotgate"] = e.upSlotgate
+		if !grpc {
+			all["slotgate-nethttp"] = e.upSlotgateNetHTTP
+		}
+	}
+	if len(e.only) > 0 {
+		names = e.only
 	}
 	if e.haproxy != "" && grpc {
 		all["haproxy"] = e.upHAProxyGRPC
@@ -99,6 +107,19 @@ func (e *env) targets(names []string, grpc bool) []target {
 // upSlotgate starts slotgate in front of up's HTTP API and, when up has
 // one, its gRPC API, which slotgate then takes on its proxy port.
 func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	return e.upSlotgateWith(ctx, "slotgate", up, n, q)
+}
+
+// upSlotgateNetHTTP starts slotgate with its stream relay off
+// (--stream-relay off: net/http carries every stream, as before issue
+// 17), HTTP only, to compare the two stream paths in one run.
+func (e *env) upSlotgateNetHTTP(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	return e.upSlotgateWith(ctx, "slotgate-nethttp", up, n, q, "--stream-relay", "off")
+}
+
+// upSlotgateWith starts slotgate, named name in the logs, with extra
+// arguments.
+func (e *env) upSlotgateWith(ctx context.Context, name string, up upstream, n, q int, extra ...string) (*instance, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -126,11 +147,12 @@ func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance,
 		"--drain-delay", "0s",
 		"--shutdown-timeout", "1s",
 	}
+	args = append(args, extra...)
 	ready := httpHealth
 	if up.grpc != "" {
 		args, ready = append(args, "--engine-grpc-url", "http://"+up.grpc), grpcHealth
 	}
-	in, err := e.launch(ctx, "slotgate", addr, ready, e.slotgateBin, args...)
+	in, err := e.launch(ctx, name, addr, ready, e.slotgateBin, args...)
 	if err != nil {
 		return nil, err
 	}

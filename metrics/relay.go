@@ -1,0 +1,33 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Relay exports the stream relay's counts (--stream-relay epoll), read at
+// each scrape: slotgate_relay_streams, the answers it carries now, and
+// slotgate_relay_streams_total, those handed to it since start. open and
+// added read them; the command registers it only with the relay on.
+func Relay(open func() int, added func() uint64) prometheus.Collector {
+	return &relayCollector{
+		open: open, added: added,
+		openDesc: prometheus.NewDesc("slotgate_relay_streams",
+			"Streamed answers the relay's event loops carry now (--stream-relay epoll).", nil, nil),
+		addedDesc: prometheus.NewDesc("slotgate_relay_streams_total",
+			"Streamed answers handed to the relay's event loops since start (--stream-relay epoll).", nil, nil),
+	}
+}
+
+type relayCollector struct {
+	open                func() int
+	added               func() uint64
+	openDesc, addedDesc *prometheus.Desc
+}
+
+func (c *relayCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.openDesc
+	ch <- c.addedDesc
+}
+
+func (c *relayCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.openDesc, prometheus.GaugeValue, float64(c.open()))
+	ch <- prometheus.MustNewConstMetric(c.addedDesc, prometheus.CounterValue, float64(c.added()))
+}
