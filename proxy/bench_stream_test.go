@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/proxy"
+	"github.com/slotgate/slotgate/relay"
 )
 
 // BenchmarkStreamEvents measures the stream path per server-sent event:
@@ -30,7 +32,10 @@ import (
 //     tokens counted for the load report and the waiting limit;
 //   - uncounted: through the proxy on a passthrough path, which takes no
 //     slot and counts nothing, so that counted over uncounted is the
-//     share of the token counting.
+//     share of the token counting;
+//   - relayed: as counted, with the answer carried by the stream relay's
+//     event loop (--stream-relay epoll, the default on Linux) instead of
+//     the handler's goroutine.
 //
 // paced holds each event back until the client has read the one before,
 // as an engine that streams a token every 10 ms does: one event per read
@@ -41,12 +46,15 @@ func BenchmarkStreamEvents(b *testing.B) {
 		name  string
 		paced bool
 	}{{"paced", true}, {"burst", false}} {
-		for _, via := range []string{"direct", "counted", "uncounted"} {
+		for _, via := range []string{"direct", "counted", "uncounted", "relayed"} {
 			b.Run(via+"/"+mode.name, func(b *testing.B) {
 				eng := newSSEBenchEngine(b, mode.paced)
 				target := eng.url
-				if via != "direct" {
-					target = streamProxy(b, eng.url, via == "uncounted")
+				switch via {
+				case "counted", "uncounted":
+					target = streamProxy(b, eng.url, via == "uncounted", false)
+				case "relayed":
+					target = streamProxy(b, eng.url, false, true)
 				}
 				runStream(b, target.JoinPath(streamPath).String(), eng)
 			})
@@ -110,18 +118,35 @@ func newSSEBenchEngine(b *testing.B, paced bool) *sseBenchEngine {
 // streamProxy serves a Proxy in front of engine as cmd/slotgate builds
 // it (flights tracked, a Changed hook); passthrough forwards streamPath
 // without a slot, so that nothing is counted.
-func streamProxy(b *testing.B, engine *url.URL, passthrough bool) *url.URL {
+// With relayed, the answers go through a stream relay of their own.
+func streamProxy(b *testing.B, engine *url.URL, passthrough, relayed bool) *url.URL {
 	lim, err := limiter.New(limiter.Options{Slots: 64})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return benchProxy(b, engine, lim, func(g *gate.Options, o *proxy.Options) {
+	var front *http.Server
+	var rel *proxy.Relay
+	if relayed {
+		r, err := relay.New(1)
+		if err != nil {
+			b.Skipf("no stream relay here: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { r.Run(ctx); close(stopped) }()
+		b.Cleanup(func() { cancel(); <-stopped })
+		rel = &proxy.Relay{Loops: r, Resume: func(c net.Conn) { proxy.Resume(front, c) }}
+	}
+	u, srv := benchProxyServer(b, engine, lim, func(g *gate.Options, o *proxy.Options) {
 		g.Flights = inflight.New(func() {})
 		g.Changed = func() {}
+		o.Relay = rel
 		if passthrough {
 			o.PassthroughPaths = []string{streamPath}
 		}
 	})
+	front = srv
+	return u
 }
 
 // runStream posts one chat request per iteration and reads its answer,

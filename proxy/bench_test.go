@@ -37,6 +37,13 @@ func benchEngine(b *testing.B) *url.URL {
 // benchProxy serves a Proxy in front of engine through lim.
 func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter, extra ...func(*gate.Options, *proxy.Options)) *url.URL {
 	b.Helper()
+	u, _ := benchProxyServer(b, engine, lim, extra...)
+	return u
+}
+
+// benchProxyServer is benchProxy, with the front server it started.
+func benchProxyServer(b *testing.B, engine *url.URL, lim *limiter.Limiter, extra ...func(*gate.Options, *proxy.Options)) (*url.URL, *http.Server) {
+	b.Helper()
 	gopts := gate.Options{Limiter: lim}
 	opts := proxy.Options{Engine: engine} // the default engine client, as slotgate runs
 	for _, f := range extra {
@@ -57,7 +64,7 @@ func benchProxy(b *testing.B, engine *url.URL, lim *limiter.Limiter, extra ...fu
 	if err != nil {
 		b.Fatal(err)
 	}
-	return u
+	return u, front.Config
 }
 
 // runClient measures GET target/v1/completions, serially and from

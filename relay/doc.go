@@ -5,9 +5,11 @@
 // A Stream is an engine answer whose head was already read (its body
 // chunked) and whose head has already gone to the client: from there on,
 // the relay moves the body's bytes unchanged, chunk framing included,
-// from one socket to the other. Each loop owns an epoll instance, waits
-// on it level-triggered and, per readiness of an engine socket, makes one
-// read and one write: no read that finds nothing, no goroutine woken per
+// from one socket to the other. Each loop owns an epoll instance, parked
+// in Go's netpoller, with each stream's two sockets registered once,
+// edge-triggered; per event of an engine socket it makes one read (a
+// short read drained it) and one write: no read that finds nothing, no
+// change to the epoll set while a stream lives, no goroutine woken per
 // event. The decoded body (the chunks' data) goes to the stream's OnData
 // as it passes, for token counting.
 //

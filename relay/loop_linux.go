@@ -104,9 +104,14 @@ type stream struct {
 	efd, cfd int
 	parser   chunkParser
 	out      []byte // read from the engine, not yet taken by the client
-	sent     int64
-	first    time.Time
-	extra    bool // the engine sent bytes past the body's end
+	// engineReady is set by an engine event and cleared by a read that
+	// drained the socket: the engine may have something to read.
+	engineReady bool
+	// engineEnded is set once the engine hung up: reads go on to the end.
+	engineEnded bool
+	sent        int64
+	first       time.Time
+	extra       bool // the engine sent bytes past the body's end
 }
 
 // loop is one epoll instance and the goroutine that waits on it.
@@ -185,10 +190,10 @@ func (l *loop) add(st *stream) error {
 	}
 	l.gen++
 	st.gen = l.gen
-	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.cfd, st, syscall.EPOLLRDHUP|syscall.EPOLLOUT); err != nil {
+	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.cfd, st, clientEvents); err != nil {
 		return err
 	}
-	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.efd, st, 0); err != nil {
+	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.efd, st, engineEvents); err != nil {
 		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, st.cfd, nil)
 		return err
 	}
@@ -198,7 +203,21 @@ func (l *loop) add(st *stream) error {
 	return nil
 }
 
-// ctl adds or changes fd's events in the set, tagged with st's generation.
+// A stream's sockets are registered once, edge-triggered: an event says
+// that something changed (data came, room was made, the peer hung up),
+// and the loop remembers what it has not acted on yet (stream.engineReady).
+// So nothing changes the set while the stream lives, and a socket that
+// stays ready is not reported again and again. The initial events (a
+// socket already writable or readable when added) are reported too.
+const (
+	clientEvents = syscall.EPOLLOUT | syscall.EPOLLRDHUP | edgeTriggered
+	engineEvents = syscall.EPOLLIN | syscall.EPOLLRDHUP | edgeTriggered
+	// edgeTriggered is EPOLLET (1<<31), which the syscall package
+	// declares negative.
+	edgeTriggered = 1 << 31
+)
+
+// ctl adds fd's events to the set, tagged with st's generation.
 func (l *loop) ctl(op, fd int, st *stream, events uint32) error {
 	ev := syscall.EpollEvent{Events: events, Fd: int32(fd), Pad: st.gen}
 	if err := syscall.EpollCtl(l.epfd, op, fd, &ev); err != nil {
@@ -295,17 +314,20 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) []ending {
 		}
 		return l.flush(st, ended)
 	}
+	st.engineReady = true // data, or a hang-up or an error a read will tell
+	if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+		// The engine's end is readable after its data, with no edge of
+		// its own if it came with them: read on until a read says so.
+		st.engineEnded = true
+	}
 	if len(st.out) > 0 {
-		// The engine waits for the client to take what was read. Its
-		// socket's events are off, but a hang-up or an error is told
-		// whatever the mask, and level-triggered, again and again: a
-		// body read to its end no longer needs the socket; one that was
-		// not is cut.
-		if !st.parser.done() {
+		// Read once the client took what was read before; but an engine
+		// that reset the connection (or whose socket failed) before the
+		// answer's end has cut it: no need to wait for a slow client to
+		// say so, and the slot goes back now.
+		if ev.Events&(syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && !st.parser.done() {
 			return l.end(st, Result{Err: errEngineEOF}, ended)
 		}
-		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, st.efd, nil)
-		st.extra = true // not for the pool: it hung up
 		return ended
 	}
 	return l.readEngine(st, ended)
@@ -316,24 +338,36 @@ var (
 	errEngineEOF    = errors.New("relay: the engine closed the connection before the answer's end")
 )
 
-// readEngine makes one read of the engine's socket and passes what came
-// to the client.
+// readEngine reads the engine's socket and passes what came to the
+// client, until the socket is drained or the client stops taking. A read
+// shorter than the buffer drained the socket: whatever comes after it is
+// a new edge, so no read is spent to find the socket empty.
 func (l *loop) readEngine(st *stream, ended []ending) []ending {
-	n, err := syscall.Read(st.efd, l.buf)
-	switch {
-	case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR):
-		return ended // level-triggered: told again
-	case err != nil:
-		return l.end(st, Result{Err: fmt.Errorf("relay: read engine: %w", err)}, ended)
-	case n == 0:
-		return l.end(st, Result{Err: errEngineEOF}, ended)
+	for st.engineReady && len(st.out) == 0 {
+		n, err := syscall.Read(st.efd, l.buf)
+		switch {
+		case errors.Is(err, syscall.EAGAIN):
+			st.engineReady = false
+			return ended
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return l.end(st, Result{Err: fmt.Errorf("relay: read engine: %w", err)}, ended)
+		case n == 0:
+			return l.end(st, Result{Err: errEngineEOF}, ended)
+		}
+		st.engineReady = n == len(l.buf) || st.engineEnded
+		k, err := st.parser.feed(l.buf[:n], st.OnData)
+		if err != nil {
+			return l.end(st, Result{Err: err}, ended)
+		}
+		st.extra = st.extra || k < n
+		before := len(ended)
+		if ended = l.write(st, l.buf[:k], ended); len(ended) > before {
+			return ended
+		}
 	}
-	k, err := st.parser.feed(l.buf[:n], st.OnData)
-	if err != nil {
-		return l.end(st, Result{Err: err}, ended)
-	}
-	st.extra = st.extra || k < n
-	return l.write(st, l.buf[:k], ended)
+	return ended
 }
 
 // write gives p to the client; what it does not take waits in st.out,
@@ -351,11 +385,7 @@ func (l *loop) write(st *stream, p []byte, ended []ending) []ending {
 	}
 	if n < len(p) {
 		st.out = append(st.out[:0], p[n:]...)
-		if l.ctl(syscall.EPOLL_CTL_MOD, st.efd, st, 0) != nil ||
-			l.ctl(syscall.EPOLL_CTL_MOD, st.cfd, st, syscall.EPOLLRDHUP|syscall.EPOLLOUT) != nil {
-			return l.end(st, Result{Err: errors.New("relay: epoll_ctl failed")}, ended)
-		}
-		return ended
+		return ended // the client's next EPOLLOUT edge flushes it
 	}
 	if st.parser.done() {
 		return l.end(st, Result{Ended: true}, ended)
@@ -364,8 +394,9 @@ func (l *loop) write(st *stream, p []byte, ended []ending) []ending {
 }
 
 // flush gives the client what it had not taken; once it has, the engine
-// is read again. A stream starts here: its client's socket is watched for writing
-// first, with the body's first bytes (if any) to take.
+// is read again if it was ready meanwhile. A stream starts here: the
+// client's socket is writable when added, which is its first event, with
+// the body's first bytes (if any) to take.
 func (l *loop) flush(st *stream, ended []ending) []ending {
 	if len(st.out) > 0 {
 		out := st.out
@@ -375,13 +406,9 @@ func (l *loop) flush(st *stream, ended []ending) []ending {
 		if len(ended) > before || len(st.out) > 0 {
 			return ended // ended, or the client still has more to take
 		}
+		st.out = nil // a stream between reads holds no buffer
 	}
-	st.out = nil // a stream between reads holds no buffer
-	if l.ctl(syscall.EPOLL_CTL_MOD, st.cfd, st, syscall.EPOLLRDHUP) != nil ||
-		l.ctl(syscall.EPOLL_CTL_MOD, st.efd, st, syscall.EPOLLIN|syscall.EPOLLRDHUP) != nil {
-		return l.end(st, Result{Err: errors.New("relay: epoll_ctl failed")}, ended)
-	}
-	return ended
+	return l.readEngine(st, ended)
 }
 
 // writeSome writes p once, retried on EINTR; a full socket (EAGAIN) is
