@@ -168,8 +168,9 @@ func (rs *relayed) done(res relay.Result) {
 	}
 	switch {
 	case res.ClientGone:
+		// The status stays the head's 200, which the client saw, as on
+		// the ReverseProxy's path.
 		ex.Fail(gate.CancelledRunning)
-		ex.out.status = StatusClientClosedRequest
 	case !res.Ended:
 		ex.Fail(gate.EngineError)
 		ex.p.log.Warn("engine answer cut", zap.String("request_id", ex.ID), zap.Error(res.Err))

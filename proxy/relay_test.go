@@ -173,6 +173,14 @@ func TestRelayClientLeaves(t *testing.T) {
 	receive(t, "the engine to see the client leave", engineSaw)
 	h.waitOutcome(gate.CancelledRunning)
 	h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+	// Logged as the ReverseProxy's path logs it: the status the client
+	// saw, 200, and the outcome that says it left. (The line follows the
+	// outcome's report.)
+	waitFor(t, "the access-log line", func() bool { return len(h.accessLines()) == 1 })
+	lines := h.accessLines()
+	if len(lines) != 1 || lines[0]["status"] != int64(200) || lines[0]["outcome"] != string(gate.CancelledRunning) {
+		t.Errorf("access lines %v, want one with status 200, outcome cancelled_running", lines)
+	}
 }
 
 // TestRelayEngineCuts: an engine that ends the connection mid-answer cuts
