@@ -66,6 +66,14 @@ func (ex *exchange) handOff(resp *http.Response) error {
 		return errRelayed
 	}
 	resp.Body = http.NoBody // the ReverseProxy closes it
+	if err := errors.Join(relay.Usable(conn), relay.Usable(d.Conn)); err != nil {
+		// No head went out: the client sees its connection closed.
+		d.Done(false)
+		_ = conn.Close()
+		ex.Fail(gate.EngineError)
+		ex.p.log.Warn("relay cannot carry this stream", zap.String("request_id", ex.ID), zap.Error(err))
+		return errRelayed
+	}
 	keep := ex.p.relay.Resume != nil && !ex.in.Close
 	_ = conn.SetDeadline(time.Time{})
 	ex.out.status = http.StatusOK
@@ -81,7 +89,7 @@ func (ex *exchange) handOff(resp *http.Response) error {
 	// The request's body was read whole, but its reader still points at
 	// the connection's read buffer.
 	ex.out.ResponseWriter = nil
-	ex.in.Body, ex.r.Body = http.NoBody, http.NoBody
+	ex.in.Body, ex.r.Body, ex.r.GetBody = http.NoBody, http.NoBody, nil
 	rs := &relayed{ex: ex, d: d, conn: conn, ahead: readAheadOf(brw.Reader), keep: keep}
 	if ex.Counting() {
 		rs.count = newTokenCount(ex)
@@ -89,6 +97,7 @@ func (ex *exchange) handOff(resp *http.Response) error {
 	}
 	ex.relayed = true
 	err = ex.p.relay.Loops.Add(&relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done})
+	d.Buffered = nil // the stream's now
 	if err != nil {
 		ex.relayed = false
 		d.Done(false)
@@ -171,6 +180,9 @@ func (rs *relayed) done(res relay.Result) {
 		// The status stays the head's 200, which the client saw, as on
 		// the ReverseProxy's path.
 		ex.Fail(gate.CancelledRunning)
+	case errors.Is(res.Err, relay.ErrShutdown):
+		ex.Fail(gate.EngineError)
+		ex.p.log.Warn("stream cut at shutdown", zap.String("request_id", ex.ID))
 	case !res.Ended:
 		ex.Fail(gate.EngineError)
 		ex.p.log.Warn("engine answer cut", zap.String("request_id", ex.ID), zap.Error(res.Err))

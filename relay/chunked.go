@@ -17,6 +17,7 @@ type chunkState uint8
 const (
 	csSize      chunkState = iota // in a chunk-size line, before any extension
 	csExt                         // in a chunk extension, up to the line's end
+	csSizeWS                      // in whitespace after a chunk size
 	csSizeLF                      // after the size line's CR
 	csData                        // in a chunk's data
 	csDataCR                      // expecting the CR after a chunk's data
@@ -31,8 +32,9 @@ const (
 // chunkParser follows the framing of a chunked body (RFC 9112 section 7.1)
 // as its bytes pass, and hands the chunks' data to data. It is strict: a
 // line must end in CRLF, a size must be hex and fit in 60 bits, an
-// extension follow it at once after ";" (no whitespace). Extensions and
-// trailers are skipped.
+// extension follow it at once after ";"; whitespace may end a size line
+// with no extension, as net/http's reader allows. Extensions and trailers
+// are skipped (and passed on as they came).
 type chunkParser struct {
 	st       chunkState
 	left     int64 // data bytes left in the current chunk
@@ -76,6 +78,8 @@ func (c *chunkParser) step(b byte) error {
 		return c.sizeByte(b)
 	case csExt:
 		return c.lineByte(b, csSizeLF)
+	case csSizeWS:
+		return c.sizeSpace(b)
 	case csSizeLF:
 		return c.sizeEnd(b)
 	case csDataCR:
@@ -117,8 +121,24 @@ func (c *chunkParser) sizeByte(b byte) error {
 	case b == '\r':
 		c.st = csSizeLF
 		return nil
+	case b == ' ' || b == '\t':
+		c.st, c.lineLen = csSizeWS, c.digits
+		return nil
 	}
 	return fmt.Errorf("%w: byte %q in a chunk size", errChunked, b)
+}
+
+// sizeSpace takes a byte after a size's trailing whitespace: more of it,
+// or the line's end (as net/http's reader takes "5 \r\n").
+func (c *chunkParser) sizeSpace(b byte) error {
+	switch b {
+	case ' ', '\t':
+		return c.lineByte(b, csSizeLF)
+	case '\r':
+		c.st = csSizeLF
+		return nil
+	}
+	return fmt.Errorf("%w: byte %q after a chunk size's whitespace", errChunked, b)
 }
 
 // sizeEnd takes the LF that ends a chunk-size line.

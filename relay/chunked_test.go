@@ -40,6 +40,8 @@ func TestChunkParser(t *testing.T) {
 		{name: "one chunk", body: "5\r\nhello\r\n0\r\n\r\n", data: "hello", framed: -1, done: true},
 		{name: "events", body: "6\r\ndata: \r\n9\r\n{\"x\":1}\n\n\r\n0\r\n\r\n", data: "data: {\"x\":1}\n\n", framed: -1, done: true},
 		{name: "upper hex, extension", body: "A;name=v\r\n0123456789\r\n0\r\n\r\n", data: "0123456789", framed: -1, done: true},
+		{name: "whitespace after a size", body: "1 \t\r\nx\r\n0\r\n\r\n", data: "x", framed: -1, done: true},
+		{name: "whitespace then an extension", body: "1 ;a\r\n", malforms: true},
 		{name: "trailers", body: "1\r\nx\r\n0\r\nEndpoint-Load-Metrics: TEXT a=1\r\nX: y\r\n\r\n", data: "x", framed: -1, done: true},
 		{name: "bytes after the end", body: "1\r\nx\r\n0\r\n\r\nHTTP/1.1 200", data: "x", framed: 11, done: true},
 		{name: "not ended", body: "5\r\nhel", data: "hel", framed: -1},

@@ -79,6 +79,14 @@ func (r *Relay) Add(s *Stream) error {
 	return l.add(&stream{Stream: s, efd: efd, cfd: cfd})
 }
 
+// Usable reports, with an error saying why not, whether c has a socket
+// the relay can carry: a caller checks before it commits to the relay
+// (say, by writing an answer's head).
+func Usable(c net.Conn) error {
+	_, err := fdOf(c)
+	return err
+}
+
 // fdOf returns c's socket. The descriptor stays c's: it is valid while c
 // is open, and the relay never closes it.
 func fdOf(c net.Conn) (int, error) {
@@ -119,17 +127,20 @@ type loop struct {
 	epfd         int
 	ep           *os.File        // epfd, watched by Go's netpoller
 	raw          syscall.RawConn // ep's, to park on
-	wakeR, wakeW int             // a pipe: a byte on it ends the wait at shutdown
+	wakeR, wakeW int             // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
 	open         *atomic.Int64
 	added        *atomic.Uint64
-	// mu guards the table and the epoll set together: Add registers a
-	// stream's two sockets under it, and the loop handles a batch of
-	// events under it, so that the loop never sees half a stream.
-	mu      sync.Mutex
-	streams map[int]*stream // by both of their descriptors
-	gen     int32
-	stopped bool
-	buf     []byte // the loop's read buffer: one read at a time
+	// mu guards the streams handed over by Add and not yet taken by the
+	// loop, and stopped. Nothing else is shared: the table and the epoll
+	// set are the loop's own, so that a stream's start never waits for a
+	// batch of events to be handled.
+	mu       sync.Mutex
+	incoming []*stream
+	stopped  bool
+	closed   bool            // the descriptors are closed
+	streams  map[int]*stream // by both of their descriptors; the loop's
+	gen      int32
+	buf      []byte // the loop's read buffer: one read at a time
 }
 
 // readSize is how much one read of an engine socket takes: a stream's
@@ -166,41 +177,93 @@ func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 	return l, nil
 }
 
+// close frees the loop's descriptors. A wake that comes later (Run's
+// context ending as the loop stops) finds closed set and writes nothing,
+// rather than a byte into whatever reused the pipe's number.
 func (l *loop) close() {
-	_ = l.ep.Close() // the epoll fd
+	l.mu.Lock()
+	l.closed = true
 	_ = syscall.Close(l.wakeR)
 	_ = syscall.Close(l.wakeW)
+	l.mu.Unlock()
+	_ = l.ep.Close() // the epoll fd
 }
 
-// add registers st: the body's first bytes are framed at once and left
-// for the client to take when its socket is writable.
-func (l *loop) add(st *stream) error {
-	k, err := st.parser.feed(st.Pending, st.OnData)
-	st.extra = k < len(st.Pending)
-	st.out = append([]byte(nil), st.Pending[:k]...)
-	st.Pending = nil
-	if err != nil {
-		st.Done(Result{Err: err})
-		return nil
-	}
+// wake makes the loop's next wait return at once: a byte on its pipe (a
+// full pipe is already a wake).
+func (l *loop) wake() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.wakeLocked()
+}
+
+func (l *loop) wakeLocked() {
+	if !l.closed {
+		_, _ = syscall.Write(l.wakeW, []byte{1})
+	}
+}
+
+// add hands st to the loop, which registers it when it wakes
+// (takeIncoming).
+func (l *loop) add(st *stream) error {
+	l.mu.Lock()
 	if l.stopped {
+		l.mu.Unlock()
 		return ErrShutdown
 	}
-	l.gen++
-	st.gen = l.gen
-	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.cfd, st, clientEvents); err != nil {
-		return err
-	}
-	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.efd, st, engineEvents); err != nil {
-		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, st.cfd, nil)
-		return err
-	}
-	l.streams[st.efd], l.streams[st.cfd] = st, st
 	l.open.Add(1)
 	l.added.Add(1)
+	l.incoming = append(l.incoming, st)
+	if len(l.incoming) == 1 { // else a wake is on its way
+		l.wakeLocked()
+	}
+	l.mu.Unlock()
 	return nil
+}
+
+// takeIncoming registers the streams handed over since the last call:
+// the body's first bytes are framed and left for the client to take when
+// its socket is writable, the first event of a stream.
+func (l *loop) takeIncoming(ended []ending) []ending {
+	var b [64]byte
+	for {
+		if n, _ := syscall.Read(l.wakeR, b[:]); n < len(b) {
+			break // drained (the pipe is level-triggered in the set)
+		}
+	}
+	l.mu.Lock()
+	incoming := l.incoming
+	l.incoming = nil
+	l.mu.Unlock()
+	for _, st := range incoming {
+		ended = l.register(st, ended)
+	}
+	return ended
+}
+
+func (l *loop) register(st *stream, ended []ending) (out []ending) {
+	l.gen++
+	st.gen = l.gen
+	l.streams[st.efd], l.streams[st.cfd] = st, st
+	defer func() {
+		if v := recover(); v != nil {
+			out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData: %v", v)}, ended)
+		}
+	}()
+	k, err := st.parser.feed(st.Pending, st.OnData)
+	st.extra = k < len(st.Pending)
+	st.out = st.Pending[:k:k] // the caller's, given with the stream
+	st.Pending = nil
+	if err != nil {
+		return l.end(st, Result{Err: err}, ended)
+	}
+	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.cfd, st, clientEvents); err != nil {
+		return l.end(st, Result{Err: err}, ended)
+	}
+	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.efd, st, engineEvents); err != nil {
+		return l.end(st, Result{Err: err}, ended)
+	}
+	return ended
 }
 
 // A stream's sockets are registered once, edge-triggered: an event says
@@ -235,7 +298,7 @@ func (l *loop) ctl(op, fd int, st *stream, events uint32) error {
 // thread's processor and its return: several futex calls, per event at
 // low load.
 func (l *loop) run(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() { _, _ = syscall.Write(l.wakeW, []byte{1}) })
+	stop := context.AfterFunc(ctx, l.wake)
 	defer stop()
 	events := make([]syscall.EpollEvent, 256)
 	var ended []ending
@@ -244,11 +307,13 @@ func (l *loop) run(ctx context.Context) {
 		if err != nil {
 			break // the set is gone: nothing more can be waited on
 		}
-		l.mu.Lock()
 		for _, ev := range events[:n] {
+			if int(ev.Fd) == l.wakeR {
+				ended = l.takeIncoming(ended)
+				continue
+			}
 			ended = l.handle(ev, ended)
 		}
-		l.mu.Unlock()
 		ended = callDone(ended)
 	}
 	l.shutdown()
@@ -261,6 +326,11 @@ func (l *loop) run(ctx context.Context) {
 func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 	var n int
 	var werr error
+	// A wake-up from the set to the netpoller that the kernel lost
+	// (Linux 5.5 had such a bug with nested epoll) would leave every
+	// stream of the loop waiting: the park is bounded, and the set polled
+	// again after it.
+	_ = l.ep.SetReadDeadline(time.Now().Add(parkLimit))
 	err := l.raw.Read(func(fd uintptr) bool {
 		n, werr = syscall.EpollWait(int(fd), events, 0)
 		if errors.Is(werr, syscall.EINTR) {
@@ -268,20 +338,32 @@ func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 		}
 		return n > 0 || werr != nil
 	})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = nil // n is 0: the loop polls again
+	}
 	return n, cmp.Or(err, werr)
 }
+
+// parkLimit bounds a loop's park in the netpoller.
+const parkLimit = time.Second
 
 // shutdown ends every stream still open and frees the loop.
 func (l *loop) shutdown() {
 	l.mu.Lock()
 	l.stopped = true
+	incoming := l.incoming
+	l.incoming = nil
+	l.mu.Unlock()
 	var ended []ending
 	for fd, st := range l.streams {
 		if fd == st.efd {
 			ended = l.end(st, Result{Err: ErrShutdown}, ended)
 		}
 	}
-	l.mu.Unlock()
+	for _, st := range incoming {
+		l.open.Add(-1)
+		ended = append(ended, ending{st, Result{Err: ErrShutdown}})
+	}
 	callDone(ended)
 	l.close()
 }
@@ -295,19 +377,42 @@ type ending struct {
 
 func callDone(ended []ending) []ending {
 	for _, e := range ended {
-		e.st.Done(e.res)
+		e.st.done(e.res)
 	}
 	clear(ended)
 	return ended[:0]
 }
 
-// handle acts on one event.
-func (l *loop) handle(ev syscall.EpollEvent, ended []ending) []ending {
+// done calls Done. A panic in it is the stream's, not the loop's: its
+// sockets are closed (Done may not have got to them), and the loop goes
+// on with its other streams.
+func (st *stream) done(res Result) {
+	defer func() {
+		if v := recover(); v != nil {
+			_ = st.Engine.Close()
+			_ = st.Client.Close()
+		}
+	}()
+	st.Done(res)
+}
+
+// handle acts on one event. A panic in the stream's OnData ends that
+// stream, cut, not the loop.
+func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	fd := int(ev.Fd)
 	st := l.streams[fd]
 	if st == nil || st.gen != ev.Pad {
-		return ended // the wake pipe, or a stream that ended in this batch
+		return ended // a stream that ended in this batch
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData: %v", v)}, ended)
+		}
+	}()
+	return l.event(st, fd, ev, ended)
+}
+
+func (l *loop) event(st *stream, fd int, ev syscall.EpollEvent, ended []ending) []ending {
 	if fd == st.cfd {
 		if ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
 			return l.end(st, Result{ClientGone: true, Err: errClientClosed}, ended)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -269,5 +270,65 @@ func TestRelayEngineResetsWhileClientLags(t *testing.T) {
 	res := h.result(t)
 	if res.Ended || res.ClientGone || res.Err == nil {
 		t.Errorf("result = %+v, want cut by the engine", res)
+	}
+}
+
+// TestRelayPanics: a panic in a stream's OnData or Done ends that stream
+// (its sockets closed), and the loop carries the next one.
+func TestRelayPanics(t *testing.T) {
+	r, err := New(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.Run(ctx); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+
+	// OnData panics: Done tells the stream was cut.
+	_, e := tcpPair(t)
+	_, c := tcpPair(t)
+	done := make(chan Result, 1)
+	if err := r.Add(&Stream{Engine: e, Client: c, Pending: []byte("1\r\nx\r\n"),
+		OnData: func([]byte) { panic("counter bug") }, Done: func(res Result) { done <- res }}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.Ended || res.Err == nil || !strings.Contains(res.Err.Error(), "counter bug") {
+			t.Errorf("result = %+v, want cut by the panic", res)
+		}
+	case <-time.After(wait):
+		t.Fatal("the stream whose OnData panicked did not end")
+	}
+
+	// Done panics: the sockets are closed for it.
+	engineEnd, e := tcpPair(t)
+	clientEnd, c := tcpPair(t)
+	if err := r.Add(&Stream{Engine: e, Client: c, Pending: []byte("0\r\n\r\n"), OnData: func([]byte) {},
+		Done: func(Result) { panic("log bug") }}); err != nil {
+		t.Fatal(err)
+	}
+	for _, end := range []net.Conn{engineEnd, clientEnd} {
+		_ = end.SetReadDeadline(time.Now().Add(wait))
+		if _, err := io.ReadAll(end); err != nil {
+			t.Errorf("the peer of a stream whose Done panicked: %v, want its connection closed", err)
+		}
+	}
+
+	// The loop goes on.
+	h := &harness{done: make(chan Result, 1)}
+	var re, rc net.Conn
+	h.engine, re = tcpPair(t)
+	h.client, rc = tcpPair(t)
+	if err := r.Add(&Stream{Engine: re, Client: rc, Pending: []byte("1\r\ny\r\n0\r\n\r\n"), OnData: func([]byte) {},
+		Done: func(res Result) { h.done <- res }}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.readN(t, 11); string(got) != "1\r\ny\r\n0\r\n\r\n" {
+		t.Errorf("the next stream got %q", got)
+	}
+	if res := h.result(t); !res.Ended {
+		t.Errorf("the next stream: %+v, want ended", res)
 	}
 }

@@ -2,7 +2,10 @@
 
 package relay
 
-import "context"
+import (
+	"context"
+	"net"
+)
 
 // Relay is unavailable off Linux: New fails with ErrUnsupported.
 type Relay struct{}
@@ -15,6 +18,9 @@ func (*Relay) Run(context.Context) {}
 
 // Add fails with ErrUnsupported.
 func (*Relay) Add(*Stream) error { return ErrUnsupported }
+
+// Usable fails with ErrUnsupported.
+func Usable(net.Conn) error { return ErrUnsupported }
 
 // Open is always 0.
 func (*Relay) Open() int { return 0 }
