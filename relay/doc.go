@@ -16,10 +16,13 @@
 // Invariants:
 //   - a stream's sockets are used by its loop only, from Add until its
 //     Done; nothing else reads or writes them meanwhile;
-//   - Done is called exactly once per stream added, on the loop's
-//     goroutine (or on Add's, when Add fails or the answer ended in its
-//     first bytes), after both sockets left the epoll set; it is given
-//     the sockets back, open, and decides what becomes of them;
+//   - Done is called exactly once per stream Add accepted, on the loop's
+//     goroutine, after both sockets left the epoll set; it is given the
+//     sockets back, open, and decides what becomes of them (a Done that
+//     panics has them closed for it); Add that fails calls nothing;
+//   - a loop's table and epoll set are its own: Add only queues a stream
+//     and wakes the loop, so a stream's start never waits for a batch of
+//     events, nor a batch for a start;
 //   - the engine is read only while the client has taken every byte read
 //     before (back-pressure): a stream holds at most one read's worth of
 //     bytes the client has not taken;

@@ -21,7 +21,8 @@ type Stream struct {
 	Pending []byte
 	Client  net.Conn
 	// OnData gets the body's decoded bytes (the chunks' data) as they
-	// pass, on the loop's goroutine; it must not keep the slice.
+	// pass, on the loop's goroutine; it must not keep the slice. A panic
+	// in it ends the stream, cut.
 	OnData func([]byte)
 	// Done is called once, when the stream ends (see Result), on the
 	// loop's goroutine; the sockets are then the caller's again, open.
