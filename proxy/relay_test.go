@@ -77,6 +77,21 @@ func relayRequest(extra string) string {
 		fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(chatBody), chatBody)
 }
 
+// sendRaw writes req (hand-written HTTP/1.1) on a new connection to the
+// front server and reads the answer's head.
+func sendRaw(t *testing.T, h *harness, req string) (*http.Response, net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br := h.rawConn()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, c, br
+}
+
 // TestRelayKeepsTheConnection sends three streamed requests, then a GET,
 // on one connection, the second pipelined behind the first: each is
 // answered whole and in order, the connection is kept, every slot comes
@@ -158,14 +173,7 @@ func TestRelayClientLeaves(t *testing.T) {
 		}
 	})
 	h := newRelayHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1}})
-	c, br := h.rawConn()
-	if _, err := io.WriteString(c, relayRequest("")); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, c, _ := sendRaw(t, h, relayRequest(""))
 	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
@@ -193,14 +201,7 @@ func TestRelayEngineCuts(t *testing.T) {
 		_ = c.Close()
 	}))
 	h := newRelayHarness(t, harnessConfig{engineURL: u, limits: limiter.Options{Slots: 1}})
-	c, br := h.rawConn()
-	if _, err := io.WriteString(c, relayRequest("")); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, _, _ := sendRaw(t, h, relayRequest(""))
 	body, err := io.ReadAll(resp.Body)
 	if err == nil {
 		t.Errorf("the cut answer read to an end: %q", body)
@@ -213,14 +214,7 @@ func TestRelayEngineCuts(t *testing.T) {
 // gets it after the relayed answer, said in the head.
 func TestRelayConnectionClose(t *testing.T) {
 	h := newRelayHarness(t, harnessConfig{engine: sseEngine(3, 0), limits: limiter.Options{Slots: 1}})
-	c, br := h.rawConn()
-	if _, err := io.WriteString(c, relayRequest("Connection: close\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, _, br := sendRaw(t, h, relayRequest("Connection: close\r\n"))
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || string(body) != wantSSE(3) || !resp.Close {
 		t.Fatalf("body %q, err %v, close %v; want the whole stream and a close", body, err, resp.Close)

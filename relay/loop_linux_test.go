@@ -41,6 +41,29 @@ func tcpPair(t *testing.T) (a, b net.Conn) {
 	return a, b
 }
 
+// startRelay runs a relay of n loops until the test ends; stop ends it
+// sooner and waits for Run to return, failing past wait.
+func startRelay(t *testing.T, n int) (r *Relay, stop func()) {
+	t.Helper()
+	r, err := New(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.Run(ctx); close(stopped) }()
+	stop = func() {
+		cancel()
+		select {
+		case <-stopped:
+		case <-time.After(wait):
+			t.Fatal("Run did not return after its context ended")
+		}
+	}
+	t.Cleanup(stop)
+	return r, stop
+}
+
 // harness is a running relay with one stream: the engine's end the test
 // writes to, the client's end it reads from.
 type harness struct {
@@ -52,19 +75,12 @@ type harness struct {
 
 func newHarness(t *testing.T, pending string) (*harness, *Relay) {
 	t.Helper()
-	r, err := New(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { r.Run(ctx); close(stopped) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	r, _ := startRelay(t, 1)
 	h := &harness{done: make(chan Result, 1)}
 	var relayEngine, relayClient net.Conn
 	h.engine, relayEngine = tcpPair(t)
 	h.client, relayClient = tcpPair(t)
-	err = r.Add(&Stream{Engine: relayEngine, Pending: []byte(pending), Client: relayClient,
+	err := r.Add(&Stream{Engine: relayEngine, Pending: []byte(pending), Client: relayClient,
 		OnData: func(p []byte) { h.mu.Lock(); h.data = append(h.data, p...); h.mu.Unlock() },
 		Done:   func(res Result) { h.done <- res }})
 	if err != nil {
@@ -198,13 +214,7 @@ func TestRelayBackPressure(t *testing.T) {
 
 // TestRelayShutdown ends the streams still open when Run's context ends.
 func TestRelayShutdown(t *testing.T) {
-	r, err := New(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { r.Run(ctx); close(stopped) }()
+	r, stop := startRelay(t, 2)
 	done := make(chan Result, 3)
 	for range 3 {
 		_, e := tcpPair(t)
@@ -216,12 +226,7 @@ func TestRelayShutdown(t *testing.T) {
 	if r.Open() != 3 {
 		t.Errorf("Open() = %d, want 3", r.Open())
 	}
-	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(wait):
-		t.Fatal("Run did not return after its context ended")
-	}
+	stop()
 	for range 3 {
 		if res := <-done; !errors.Is(res.Err, ErrShutdown) || res.Ended {
 			t.Errorf("result = %+v, want ErrShutdown", res)
@@ -276,14 +281,7 @@ func TestRelayEngineResetsWhileClientLags(t *testing.T) {
 // TestRelayPanics: a panic in a stream's OnData or Done ends that stream
 // (its sockets closed), and the loop carries the next one.
 func TestRelayPanics(t *testing.T) {
-	r, err := New(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { r.Run(ctx); close(stopped) }()
-	defer func() { cancel(); <-stopped }()
+	r, _ := startRelay(t, 1)
 
 	// OnData panics: Done tells the stream was cut.
 	_, e := tcpPair(t)
