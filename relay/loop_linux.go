@@ -127,7 +127,8 @@ type loop struct {
 	epfd         int
 	ep           *os.File        // epfd, watched by Go's netpoller
 	raw          syscall.RawConn // ep's, to park on
-	wakeR, wakeW int             // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
+	poll         *poller
+	wakeR, wakeW int // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
 	open         *atomic.Int64
 	added        *atomic.Uint64
 	// mu guards the streams handed over by Add and not yet taken by the
@@ -157,7 +158,7 @@ func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 		_ = syscall.Close(epfd)
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
-	l := &loop{epfd: epfd, ep: os.NewFile(uintptr(epfd), "relay-epoll"), open: open, added: added,
+	l := &loop{epfd: epfd, ep: os.NewFile(uintptr(epfd), "relay-epoll"), poll: newPoller(), open: open, added: added,
 		streams: make(map[int]*stream), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
@@ -324,24 +325,38 @@ func (l *loop) run(ctx context.Context) {
 // not missed: RawConn.Read resets the readiness before it calls the
 // function, so such an event wakes the park at once.
 func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
-	var n int
-	var werr error
 	// A wake-up from the set to the netpoller that the kernel lost
 	// (Linux 5.5 had such a bug with nested epoll) would leave every
 	// stream of the loop waiting: the park is bounded, and the set polled
 	// again after it.
 	_ = l.ep.SetReadDeadline(time.Now().Add(parkLimit))
-	err := l.raw.Read(func(fd uintptr) bool {
-		n, werr = syscall.EpollWait(int(fd), events, 0)
-		if errors.Is(werr, syscall.EINTR) {
-			n, werr = 0, nil
-		}
-		return n > 0 || werr != nil
-	})
+	l.poll.events = events
+	err := l.raw.Read(l.poll.fn)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		err = nil // n is 0: the loop polls again
 	}
-	return n, cmp.Or(err, werr)
+	return l.poll.n, cmp.Or(err, l.poll.err)
+}
+
+// poller is the function a loop parks with and what it found, made once
+// per loop: a closure made per wait would cost allocations per batch.
+type poller struct {
+	events []syscall.EpollEvent
+	n      int
+	err    error
+	fn     func(fd uintptr) bool
+}
+
+func newPoller() *poller {
+	p := &poller{}
+	p.fn = func(fd uintptr) bool {
+		p.n, p.err = syscall.EpollWait(int(fd), p.events, 0)
+		if errors.Is(p.err, syscall.EINTR) {
+			p.n, p.err = 0, nil
+		}
+		return p.n > 0 || p.err != nil
+	}
+	return p
 }
 
 // parkLimit bounds a loop's park in the netpoller.
