@@ -1,6 +1,6 @@
 // Package relay copies streamed HTTP/1.1 answers from engine connections
-// to client connections on a few event loops, instead of a goroutine and
-// its buffers per stream.
+// to client connections on a few event loops (one per four processors),
+// instead of a goroutine and its buffers per stream.
 //
 // A Stream is an engine answer whose head was already read (its body
 // chunked) and whose head has already gone to the client: from there on,
