@@ -51,7 +51,7 @@ func (ex *exchange) relayable(resp *http.Response, watched bool) bool {
 
 // handOff writes the answer's head on the client's connection, taken
 // from net/http, and gives the body to the relay. It returns errRelayed
-// once the exchange is the relay's (ended by relayDone), or the error
+// once the exchange is the relay's (ended by relayed.done), or the error
 // that stopped it before: then the ReverseProxy answers as usual.
 func (ex *exchange) handOff(resp *http.Response) error {
 	conn, brw, err := http.NewResponseController(ex.out.ResponseWriter).Hijack()
