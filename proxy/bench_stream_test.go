@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,7 +15,6 @@ import (
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/load/inflight"
 	"github.com/slotgate/slotgate/proxy"
-	"github.com/slotgate/slotgate/relay"
 )
 
 // BenchmarkStreamEvents measures the stream path per server-sent event:
@@ -127,15 +125,7 @@ func streamProxy(b *testing.B, engine *url.URL, passthrough, relayed bool) *url.
 	var front *http.Server
 	var rel *proxy.Relay
 	if relayed {
-		r, err := relay.New(1)
-		if err != nil {
-			b.Skipf("no stream relay here: %v", err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		stopped := make(chan struct{})
-		go func() { r.Run(ctx); close(stopped) }()
-		b.Cleanup(func() { cancel(); <-stopped })
-		rel = &proxy.Relay{Loops: r, Resume: func(c net.Conn) { proxy.Resume(front, c) }}
+		rel = startRelay(b, func() *http.Server { return front })
 	}
 	u, srv := benchProxyServer(b, engine, lim, func(g *gate.Options, o *proxy.Options) {
 		g.Flights = inflight.New(func() {})

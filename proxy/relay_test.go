@@ -22,24 +22,33 @@ import (
 // the front server after each answer.
 func newRelayHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
-	r, err := relay.New(1)
-	if err != nil {
-		t.Skipf("no relay here: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { r.Run(ctx); close(stopped) }()
-	t.Cleanup(func() { cancel(); <-stopped })
 	var h *harness
+	rel := startRelay(t, func() *http.Server { return h.front.Config })
 	options := cfg.options
 	cfg.options = func(o *proxy.Options) {
-		o.Relay = &proxy.Relay{Loops: r, Resume: func(c net.Conn) { proxy.Resume(h.front.Config, c) }}
+		o.Relay = rel
 		if options != nil {
 			options(o)
 		}
 	}
 	h = newHarness(t, cfg)
 	return h
+}
+
+// startRelay runs a relay of one loop until the test ends, and returns
+// it as a proxy's Relay, giving connections back to the server front
+// returns once the proxy serves; it skips where there is no relay.
+func startRelay(tb testing.TB, front func() *http.Server) *proxy.Relay {
+	tb.Helper()
+	r, err := relay.New(1)
+	if err != nil {
+		tb.Skipf("no stream relay here: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { r.Run(ctx); close(stopped) }()
+	tb.Cleanup(func() { cancel(); <-stopped })
+	return &proxy.Relay{Loops: r, Resume: func(c net.Conn) { proxy.Resume(front(), c) }}
 }
 
 // sseEngine streams n events, each flushed on its own, every gap.

@@ -251,11 +251,7 @@ func (l *loop) register(st *stream, ended []ending) (out []ending) {
 	l.gen++
 	st.gen = l.gen
 	l.streams[st.efd], l.streams[st.cfd] = st, st
-	defer func() {
-		if v := recover(); v != nil {
-			out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData: %v", v)}, ended)
-		}
-	}()
+	defer l.cutOnPanic(st, ended, &out)
 	k, err := st.parser.feed(st.Pending, st.OnData)
 	st.extra = k < len(st.Pending)
 	st.out = st.Pending[:k:k] // the caller's, given with the stream
@@ -263,10 +259,10 @@ func (l *loop) register(st *stream, ended []ending) (out []ending) {
 	if err != nil {
 		return l.end(st, Result{Err: err}, ended)
 	}
-	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.cfd, st, clientEvents); err != nil {
+	if err := l.watch(st.cfd, st, clientEvents); err != nil {
 		return l.end(st, Result{Err: err}, ended)
 	}
-	if err := l.ctl(syscall.EPOLL_CTL_ADD, st.efd, st, engineEvents); err != nil {
+	if err := l.watch(st.efd, st, engineEvents); err != nil {
 		return l.end(st, Result{Err: err}, ended)
 	}
 	return ended
@@ -286,10 +282,10 @@ const (
 	edgeTriggered = 1 << 31
 )
 
-// ctl adds fd's events to the set, tagged with st's generation.
-func (l *loop) ctl(op, fd int, st *stream, events uint32) error {
+// watch adds fd's events to the set, tagged with st's generation.
+func (l *loop) watch(fd int, st *stream, events uint32) error {
 	ev := syscall.EpollEvent{Events: events, Fd: int32(fd), Pad: st.gen}
-	if err := syscall.EpollCtl(l.epfd, op, fd, &ev); err != nil {
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		return fmt.Errorf("relay: epoll_ctl: %w", err)
 	}
 	return nil
@@ -388,8 +384,8 @@ func (l *loop) shutdown() {
 	l.close()
 }
 
-// ending is a stream that ended in a batch, told once the loop's lock is
-// released (Done may take time: a log line, a release).
+// ending is a stream that ended in a batch, told once the batch is
+// handled (Done may take time: a log line, a release).
 type ending struct {
 	st  *stream
 	res Result
@@ -424,12 +420,17 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	if st == nil || st.gen != ev.Pad {
 		return ended // a stream that ended in this batch
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData: %v", v)}, ended)
-		}
-	}()
+	defer l.cutOnPanic(st, ended, &out)
 	return l.event(st, fd, ev, ended)
+}
+
+// cutOnPanic, deferred where a stream's OnData may run, ends the stream,
+// cut, when it panicked: ended is what was ended before, and out is set to
+// it with the stream added.
+func (l *loop) cutOnPanic(st *stream, ended []ending, out *[]ending) {
+	if v := recover(); v != nil {
+		*out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData: %v", v)}, ended)
+	}
 }
 
 func (l *loop) event(st *stream, fd int, ev syscall.EpollEvent, ended []ending) []ending {
