@@ -93,11 +93,11 @@ func (ex *exchange) respond(resp *http.Response) error {
 	if err != nil {
 		return err // to engineError
 	}
-	relay := ex.relayable(resp, watched)
+	toRelay := ex.relayable(resp, watched)
 	// The engine has the request: a body held in memory (a long prompt,
 	// say) is not kept for the rest of a long answer.
 	ex.body, ex.watch.buf = nil, nil
-	if relay {
+	if toRelay {
 		if err := ex.handOff(resp); err != nil {
 			return err
 		}
