@@ -14,7 +14,8 @@ import (
 )
 
 // forward sends the exchange's request to the engine and streams the
-// answer back, through an httputil.ReverseProxy bound to the exchange:
+// answer back: the common request on the plain path (plain.go), every
+// other through an httputil.ReverseProxy bound to the exchange:
 // its Rewrite, Transport, ModifyResponse and ErrorHandler are the
 // exchange's own, so each step reads the request's facts off the exchange
 // itself.
@@ -33,6 +34,10 @@ func (p *Proxy) forward(ex *exchange) {
 		_ = http.NewResponseController(&ex.out).EnableFullDuplex()
 	}
 	ex.Sent()
+	if ex.plain() {
+		ex.forwardPlain()
+		return
+	}
 	rp := httputil.ReverseProxy{
 		Rewrite:        ex.rewrite,
 		Transport:      ex,
