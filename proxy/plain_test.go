@@ -76,7 +76,7 @@ func TestPlainPathMatchesReverseProxy(t *testing.T) {
 		{name: "no content", method: http.MethodPost, query: "answer=empty", body: "e"},
 	}
 	sides := map[string]func(*proxy.Options){
-		"plain":         nil,
+		"plain": nil,
 		"reverse proxy": func(o *proxy.Options) {
 			tr := http.DefaultTransport.(*http.Transport).Clone()
 			tr.DisableCompression = true // no Accept-Encoding added
