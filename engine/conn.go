@@ -72,10 +72,34 @@ func (ec *conn) write(req *http.Request) error {
 	}
 	buf := writeBufs.Get().(*bytes.Buffer)
 	defer putWriteBuf(buf)
-	if err := req.Write(buf); err != nil {
+	if err := serialize(buf, req); err != nil {
 		return err
 	}
 	_, err := ec.c.Write(buf.Bytes())
+	return err
+}
+
+// serialize writes req, head and body, into buf: by appendHead where it
+// can, else by Request.Write.
+func serialize(buf *bytes.Buffer, req *http.Request) error {
+	body := req.Body
+	if body == http.NoBody {
+		body = nil
+	}
+	var n int64
+	if body != nil {
+		n = req.ContentLength
+	}
+	head, ok := appendHead(buf.AvailableBuffer(), req, n)
+	if !ok || n < 0 || body != nil && n == 0 || req.Body == nil && req.ContentLength != 0 {
+		return req.Write(buf)
+	}
+	buf.Write(head)
+	if body == nil {
+		return nil
+	}
+	defer body.Close()
+	_, err := io.CopyN(buf, body, n)
 	return err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -162,7 +161,11 @@ func (ex *exchange) writeAnswer(resp *http.Response) {
 	w := &ex.out
 	dst := w.Header()
 	for k, vv := range resp.Header {
-		dst[k] = append(dst[k], vv...)
+		if len(dst[k]) == 0 {
+			dst[k] = vv // resp is the exchange's alone: no copy
+		} else {
+			dst[k] = append(dst[k], vv...)
+		}
 	}
 	announced := len(resp.Trailer)
 	if announced > 0 {
@@ -206,8 +209,9 @@ func (ex *exchange) copyBody(resp *http.Response, flush bool) error {
 			return err
 		}
 	}
-	buf := ex.p.buffers.Get()
-	defer ex.p.buffers.Put(buf)
+	pooled := ex.p.buffers.take()
+	defer ex.p.buffers.give(pooled)
+	buf := *pooled
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if rerr != nil && rerr != io.EOF && !errors.Is(rerr, context.Canceled) {
@@ -232,12 +236,19 @@ func (ex *exchange) copyBody(resp *http.Response, flush bool) error {
 	}
 }
 
+// isEventStream reports whether the Content-Type ct is
+// text/event-stream, parameters aside: mime.ParseMediaType, which also
+// parses the parameters, allocates for each answer.
+func isEventStream(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(textproto.TrimString(mt), "text/event-stream")
+}
+
 // streamed reports whether resp is flushed on every write: an event
 // stream, or an answer of unknown length.
 func streamed(resp *http.Response) bool {
 	if resp.ContentLength == -1 {
 		return true
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return mt == "text/event-stream"
+	return isEventStream(resp.Header.Get("Content-Type"))
 }

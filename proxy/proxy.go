@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"time"
@@ -86,7 +85,7 @@ type Proxy struct {
 	access      *zap.Logger
 	log         *zap.Logger
 	errLog      *log.Logger // httputil.ReverseProxy's
-	buffers     httputil.BufferPool
+	buffers     *bufferPool
 	ids         *gate.IDs
 }
 
@@ -188,12 +187,17 @@ func PoolSize(s limiter.Stats) int {
 	return s.Slots + s.QueueLen
 }
 
-func newBufferPool() httputil.BufferPool {
+func newBufferPool() *bufferPool {
 	return &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
 }
 
-// bufferPool reuses the 32 KiB copy buffers of httputil.ReverseProxy.
+// bufferPool reuses the 32 KiB copy buffers of httputil.ReverseProxy and
+// of the plain path, which takes and gives back the pointer the pool
+// holds (take, give): Put's []byte costs an allocation each time.
 type bufferPool struct{ pool sync.Pool }
 
-func (b *bufferPool) Get() []byte  { return *b.pool.Get().(*[]byte) }
-func (b *bufferPool) Put(s []byte) { b.pool.Put(&s) }
+func (b *bufferPool) Get() []byte  { return *b.take() }
+func (b *bufferPool) Put(s []byte) { b.give(&s) }
+
+func (b *bufferPool) take() *[]byte  { return b.pool.Get().(*[]byte) }
+func (b *bufferPool) give(s *[]byte) { b.pool.Put(s) }

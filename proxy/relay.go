@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"mime"
 	"net"
 	"net/http"
 	"syscall"
@@ -45,8 +44,7 @@ func (ex *exchange) relayable(resp *http.Response, watched bool) bool {
 		ex.bodyPending || (ex.body == nil && r.ContentLength != 0) || !engine.Detachable(resp) {
 		return false
 	}
-	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream" && (countable(resp) || !ex.Counting())
+	return isEventStream(resp.Header.Get("Content-Type")) && (countable(resp) || !ex.Counting())
 }
 
 // handOff writes the answer's head on the client's connection, taken

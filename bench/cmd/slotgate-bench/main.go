@@ -28,6 +28,7 @@ import (
 
 type options struct {
 	bin, haproxy, nginx, out string
+	baseBin                  string
 	wrk                      string
 	only                     string
 	targets                  string
@@ -50,7 +51,8 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames(), ", ")+"); empty: all")
 	flag.StringVar(&o.targets, "targets", "", "comma-separated targets every scenario runs on, in that order, instead of its own "+
-		"(direct, slotgate, slotgate-nethttp, haproxy, haproxy-maxqueue, nginx); empty: each scenario's own")
+		"(direct, slotgate, slotgate-nethttp, slotgate-base, haproxy, haproxy-maxqueue, nginx); empty: each scenario's own")
+	flag.StringVar(&o.baseBin, "base-bin", "", "a second slotgate binary, the target slotgate-base (an older build, say), to measure a change in the same run; empty: no slotgate-base")
 	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
 	flag.StringVar(&o.cpuPlot, "cpu-plot", "", "also write the plot of proxy CPU per event against streams (SVG) to this path, e.g. bench/streams-cpu.svg; empty: only next to the JSON")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (logs, configs, slotgate's CPU profiles of the streams scenarios) instead of removing it")
@@ -171,8 +173,14 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	base := ""
+	if o.baseBin != "" {
+		if base, err = filepath.Abs(o.baseBin); err != nil || !isExec(base) {
+			return fmt.Errorf("--base-bin %s: not an executable", o.baseBin)
+		}
+	}
 	res.Machine = describe(sg, o.haproxy, o.nginx)
-	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
+	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, baseBin: base, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
 		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx), only: splitTargets(o.targets)}
 	defer e.procs.stopAll()
 	eng, err := startEngine(ctx, e.procs, runDir)

@@ -56,6 +56,14 @@ func TestPickAndTargets(t *testing.T) {
 	if want := []string{"direct", "slotgate", "haproxy", "haproxy-maxqueue"}; !slices.Equal(names, want) {
 		t.Errorf("targets = %v, want %v (nginx not installed)", names, want)
 	}
+	// slotgate-base exists only with --base-bin.
+	if ts := e.targets([]string{"slotgate-base"}, false); len(ts) != 0 {
+		t.Errorf("slotgate-base without --base-bin: %v", ts)
+	}
+	withBase := &env{slotgateBin: "/x/slotgate", baseBin: "/y/slotgate"}
+	if ts := withBase.targets([]string{"slotgate-base", "slotgate"}, false); len(ts) != 2 || ts[0].name != "slotgate-base" {
+		t.Errorf("targets with --base-bin = %v, want slotgate-base and slotgate", ts)
+	}
 	// --targets replaces a scenario's own, in its order; over gRPC the
 	// net/http stream path has no target of its own.
 	e.only = splitTargets(" slotgate-nethttp, haproxy,,slotgate ")

@@ -47,6 +47,7 @@ type env struct {
 	procs       *procs
 	run         string // scratch folder for configs and logs
 	slotgateBin string // path of the slotgate binary
+	baseBin     string // path of the slotgate-base binary (--base-bin); "": none
 	enginesim   string // path of the enginesim binary, the gRPC scenario's engine; "": none
 	haproxy     string
 	nginx       string
@@ -80,6 +81,9 @@ func (e *env) targets(names []string, grpc bool) []target {
 		if !grpc {
 			all["slotgate-nethttp"] = e.upSlotgateNetHTTP
 		}
+	}
+	if e.baseBin != "" {
+		all["slotgate-base"] = e.upSlotgateBase
 	}
 	if len(e.only) > 0 {
 		names = e.only
@@ -117,9 +121,21 @@ func (e *env) upSlotgateNetHTTP(ctx context.Context, up upstream, n, q int) (*in
 	return e.upSlotgateWith(ctx, "slotgate-nethttp", up, n, q, "--stream-relay", "off")
 }
 
+// upSlotgateBase starts the --base-bin slotgate as slotgate is started,
+// to compare two builds in one run.
+func (e *env) upSlotgateBase(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	return e.upSlotgateFrom(ctx, e.baseBin, "slotgate-base", up, n, q)
+}
+
 // upSlotgateWith starts slotgate, named name in the logs, with extra
 // arguments.
 func (e *env) upSlotgateWith(ctx context.Context, name string, up upstream, n, q int, extra ...string) (*instance, error) {
+	return e.upSlotgateFrom(ctx, e.slotgateBin, name, up, n, q, extra...)
+}
+
+// upSlotgateFrom starts the slotgate binary bin, named name in the logs,
+// with extra arguments.
+func (e *env) upSlotgateFrom(ctx context.Context, bin, name string, up upstream, n, q int, extra ...string) (*instance, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -152,7 +168,7 @@ func (e *env) upSlotgateWith(ctx context.Context, name string, up upstream, n, q
 	if up.grpc != "" {
 		args, ready = append(args, "--engine-grpc-url", "http://"+up.grpc), grpcHealth
 	}
-	in, err := e.launch(ctx, name, addr, ready, e.slotgateBin, args...)
+	in, err := e.launch(ctx, name, addr, ready, bin, args...)
 	if err != nil {
 		return nil, err
 	}
