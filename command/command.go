@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -54,6 +55,10 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 	case err != nil:
 		flagenv.Report(stderr, "slotgate", err)
 		return 2
+	}
+	if cfg.MaxProcs > 0 {
+		// Before anything starts: the relay sizes its loops by it.
+		runtime.GOMAXPROCS(cfg.MaxProcs)
 	}
 	log, err := logging.New("slotgate", cfg.LogLevel, cfg.LogFormat, stderr)
 	if err != nil {

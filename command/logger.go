@@ -2,6 +2,7 @@ package command
 
 import (
 	"io"
+	"runtime"
 	"strings"
 	"time"
 
@@ -61,6 +62,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Duration("request_header_timeout", c.RequestHeaderTimeout),
 		zap.Duration("request_body_timeout", c.RequestBodyTimeout),
 		zap.String("stream_relay", c.StreamRelay),
+		zap.Int("max_procs", runtime.GOMAXPROCS(0)), src("max-procs"),
 		zap.Duration("first_token_timeout", c.FirstTokenTimeout),
 		zap.Duration("first_token_timeout_per_1k_tokens", c.FirstTokenTimeoutPer1K),
 		zap.Duration("retry_after", c.RetryAfter), zap.Bool("retry_after_auto", c.RetryAfterAuto),

@@ -28,6 +28,8 @@ func TestRunRefusesConfiguration(t *testing.T) {
 			want: `slotgate: --engine-request-limit: must be a positive integer, got "0"`},
 		{name: "unknown stream relay", env: map[string]string{"SLOTGATE_STREAM_RELAY": "kqueue"},
 			want: `slotgate: SLOTGATE_STREAM_RELAY: must be one of auto, epoll, off, got "kqueue"`},
+		{name: "processors as a CPU quantity", env: map[string]string{"SLOTGATE_MAX_PROCS": "500m"},
+			want: `slotgate: SLOTGATE_MAX_PROCS: must be auto, or an integer from 0 (auto) to 1024, got "500m"`},
 		{name: "unknown flag", args: []string{"--drain-delayed", "1s"}, want: `flag provided but not defined: -drain-delayed`},
 		{name: "admission file missing, by flag", args: []string{"--admission-config", "/nonexistent/policy.yaml"},
 			want: `slotgate: --admission-config: admission config: open /nonexistent/policy.yaml`},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"flag"
+	"fmt"
 	"net/url"
 	"runtime"
 	"strings"
@@ -107,6 +108,10 @@ type Config struct {
 	// Linux only); "auto", the default, is read as epoll on Linux and off
 	// elsewhere (--stream-relay, SLOTGATE_STREAM_RELAY).
 	StreamRelay string
+	// MaxProcs is the processors the Go runtime runs on (GOMAXPROCS), or 0
+	// for Go's own choice: the container's CPU limit, else every CPU
+	// (--max-procs, SLOTGATE_MAX_PROCS, auto).
+	MaxProcs int
 	// RequestBodyTimeout bounds how long a request's body may take to
 	// arrive, from its headers (--request-body-timeout,
 	// SLOTGATE_REQUEST_BODY_TIMEOUT, 60s); zero is no limit.
@@ -272,6 +277,7 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	case c.StreamRelay == "auto":
 		c.StreamRelay = "off"
 	}
+	c.MaxProcs = maxProcs(v, r.MaxProcs)
 	c.RetryAfter, c.RetryAfterAuto = retryAfter(v, r.RetryAfter)
 	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
 	c.DrainDelay = v.Duration("drain-delay", r.DrainDelay, 0)
@@ -286,6 +292,19 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 	c.LogFormat = v.OneOf("log-format", r.LogFormat, "json", "console")
 	c.fillEventPlane(r, v)
 }
+
+// maxProcs reads --max-procs: auto (any case) or 0 is Go's own choice
+// (0); otherwise a positive integer, at most maxMaxProcs.
+func maxProcs(v *flagenv.Checker, s string) int {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return 0
+	}
+	return v.Int("max-procs", s, 0, maxMaxProcs, fmt.Sprintf("must be auto, or an integer from 0 (auto) to %d", maxMaxProcs))
+}
+
+// maxMaxProcs bounds --max-procs: more processors than a machine has are
+// only scheduler overhead.
+const maxMaxProcs = 1024
 
 // retryAfter reads --retry-after: whole seconds, or auto (any case) for
 // hints computed from the engine's pace, with 1s for the answers that are

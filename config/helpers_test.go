@@ -40,6 +40,7 @@ var allSettings = []setting{
 	{"max-buffered-body-bytes", "SLOTGATE_MAX_BUFFERED_BODY_BYTES", "268435456"},
 	{"request-header-timeout", "SLOTGATE_REQUEST_HEADER_TIMEOUT", "30s"},
 	{"stream-relay", "SLOTGATE_STREAM_RELAY", "auto"},
+	{"max-procs", "SLOTGATE_MAX_PROCS", "auto"},
 	{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", "60s"},
 	{"retry-after", "SLOTGATE_RETRY_AFTER", "1s"},
 	{"shutdown-timeout", "SLOTGATE_SHUTDOWN_TIMEOUT", "60s"},

@@ -143,6 +143,8 @@ func TestPrecedence(t *testing.T) {
 			func(c config.Config) string { return str(c.RequestHeaderTimeout) }, "30s", "0", "0s", "2s", "2s"},
 		{"stream-relay", "SLOTGATE_STREAM_RELAY", nil,
 			func(c config.Config) string { return c.StreamRelay }, autoRelay, "off", "off", "epoll", "epoll"},
+		{"max-procs", "SLOTGATE_MAX_PROCS", nil,
+			func(c config.Config) string { return str(c.MaxProcs) }, "0", "1", "1", "4", "4"},
 		{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", nil,
 			func(c config.Config) string { return str(c.RequestBodyTimeout) }, "1m0s", "0", "0s", "5s", "5s"},
 		{"admin-token-file", "SLOTGATE_ADMIN_TOKEN_FILE", nil,
@@ -408,6 +410,20 @@ func TestOverloadStatus(t *testing.T) {
 // TestValidation covers the remaining settings, one problem or none per case.
 func TestValidation(t *testing.T) {
 	runValidation(t, []validationCase{
+		// Processors.
+		{name: "max procs auto, any case", env: map[string]string{"SLOTGATE_MAX_PROCS": " AUTO "},
+			check: func(t *testing.T, c config.Config) { eq(t, "MaxProcs", c.MaxProcs, 0) }},
+		{name: "max procs 0 is auto (a pod without a CPU request)", env: map[string]string{"SLOTGATE_MAX_PROCS": "0"},
+			check: func(t *testing.T, c config.Config) { eq(t, "MaxProcs", c.MaxProcs, 0) }},
+		{name: "max procs 2", args: []string{"--max-procs=2"},
+			check: func(t *testing.T, c config.Config) { eq(t, "MaxProcs", c.MaxProcs, 2) }},
+		{name: "max procs at its bound", args: []string{"--max-procs=1024"}},
+		{name: "max procs negative", env: map[string]string{"SLOTGATE_MAX_PROCS": "-1"},
+			probs: []bad{{"SLOTGATE_MAX_PROCS", "-1"}}},
+		{name: "max procs past its bound", args: []string{"--max-procs=1025"}, probs: []bad{{"--max-procs", "1025"}}},
+		{name: "max procs a CPU quantity", env: map[string]string{"SLOTGATE_MAX_PROCS": "500m"},
+			probs: []bad{{"SLOTGATE_MAX_PROCS", "500m"}}},
+		{name: "max procs empty flag", args: []string{"--max-procs="}, probs: []bad{{"--max-procs", ""}}},
 		// Addresses.
 		{name: "listen host:port", env: map[string]string{"SLOTGATE_LISTEN": "0.0.0.0:80"},
 			check: func(t *testing.T, c config.Config) { eq(t, "Listen", c.Listen, "0.0.0.0:80") }},

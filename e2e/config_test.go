@@ -135,3 +135,28 @@ func TestHelpListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxProcs: --max-procs sets the Go runtime's processors (the
+// process's own go_sched_gomaxprocs_threads says so), and the
+// configuration line names the value and where it came from; auto leaves
+// Go's choice, and a CPU quantity, which a Kubernetes manifest might pass
+// by mistake, stops start-up.
+func TestMaxProcs(t *testing.T) {
+	eng := newEngine(t)
+	sg := start(t, eng.url(), map[string]string{"SLOTGATE_MAX_PROCS": "1"})
+	if got := sg.metric("go_sched_gomaxprocs_threads"); got != 1 {
+		t.Errorf("go_sched_gomaxprocs_threads = %v with SLOTGATE_MAX_PROCS=1, want 1", got)
+	}
+	cfg := sg.log.WaitFor(t, `"msg":"configuration"`, waitLimit)
+	if !strings.Contains(cfg, `"max_procs":1,"max_procs_from":"SLOTGATE_MAX_PROCS"`) {
+		t.Errorf("configuration line lacks max_procs 1 from SLOTGATE_MAX_PROCS: %s", cfg)
+	}
+	sg = start(t, eng.url(), map[string]string{"GOMAXPROCS": "2"}, "--max-procs", "auto")
+	if got := sg.metric("go_sched_gomaxprocs_threads"); got != 2 {
+		t.Errorf("go_sched_gomaxprocs_threads = %v with auto and GOMAXPROCS=2, want Go's own 2", got)
+	}
+	bad := launch(t, "", nil, "--max-procs", "500m")
+	if code := bad.wait(); code != 2 || !strings.Contains(bad.log.String(), `--max-procs: must be auto, or an integer from 0 (auto) to 1024, got "500m"`) {
+		t.Errorf("--max-procs 500m: exit status %d, want 2 and a line naming it; output:\n%s", code, bad.log.String())
+	}
+}

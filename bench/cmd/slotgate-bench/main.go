@@ -51,7 +51,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "folder for the JSON results")
 	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames(), ", ")+"); empty: all")
 	flag.StringVar(&o.targets, "targets", "", "comma-separated targets every scenario runs on, in that order, instead of its own "+
-		"(direct, slotgate, slotgate-nethttp, slotgate-base, haproxy, haproxy-maxqueue, nginx); empty: each scenario's own")
+		"(direct, slotgate, slotgate-1p, slotgate-nethttp, slotgate-base, haproxy, haproxy-maxqueue, nginx); empty: each scenario's own")
 	flag.StringVar(&o.baseBin, "base-bin", "", "a second slotgate binary, the target slotgate-base (an older build, say), to measure a change in the same run; empty: no slotgate-base")
 	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
 	flag.StringVar(&o.cpuPlot, "cpu-plot", "", "also write the plot of proxy CPU per event against streams (SVG) to this path, e.g. bench/streams-cpu.svg; empty: only next to the JSON")

@@ -61,8 +61,8 @@ func TestPickAndTargets(t *testing.T) {
 		t.Errorf("slotgate-base without --base-bin: %v", ts)
 	}
 	withBase := &env{slotgateBin: "/x/slotgate", baseBin: "/y/slotgate"}
-	if ts := withBase.targets([]string{"slotgate-base", "slotgate"}, false); len(ts) != 2 || ts[0].name != "slotgate-base" {
-		t.Errorf("targets with --base-bin = %v, want slotgate-base and slotgate", ts)
+	if ts := withBase.targets([]string{"slotgate-base", "slotgate", "slotgate-1p"}, false); len(ts) != 3 || ts[0].name != "slotgate-base" {
+		t.Errorf("targets with --base-bin = %v, want slotgate-base, slotgate and slotgate-1p", ts)
 	}
 	// --targets replaces a scenario's own, in its order; over gRPC the
 	// net/http stream path has no target of its own.

@@ -78,6 +78,7 @@ func (e *env) targets(names []string, grpc bool) []target {
 	}
 	if e.slotgateBin != "" {
 		all["slotgate"] = e.upSlotgate
+		all["slotgate-1p"] = e.upSlotgateOneProc
 		if !grpc {
 			all["slotgate-nethttp"] = e.upSlotgateNetHTTP
 		}
@@ -119,6 +120,12 @@ func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance,
 // 17), HTTP only, to compare the two stream paths in one run.
 func (e *env) upSlotgateNetHTTP(ctx context.Context, up upstream, n, q int) (*instance, error) {
 	return e.upSlotgateWith(ctx, "slotgate-nethttp", up, n, q, "--stream-relay", "off")
+}
+
+// upSlotgateOneProc starts slotgate on one processor (--max-procs 1), as
+// the Helm chart runs it at its default CPU request of 500m.
+func (e *env) upSlotgateOneProc(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	return e.upSlotgateWith(ctx, "slotgate-1p", up, n, q, "--max-procs", "1")
 }
 
 // upSlotgateBase starts the --base-bin slotgate as slotgate is started,

@@ -122,6 +122,16 @@ everything else only when set, so slotgate's defaults apply otherwise.
 {{- include "slotgate.envVar" (list "SLOTGATE_LOG_FORMAT" $v.logging.format "str") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_ACCESS_LOG" $v.logging.accessLog "bool") }}
 {{- include "slotgate.envVar" (list "SLOTGATE_ENABLE_PROFILING" $v.profiling.enabled "bool") }}
+{{- /* processors: from the CPU request unless set */}}
+{{- if eq (toString $v.container.maxProcs) "fromCPURequest" }}
+- name: SLOTGATE_MAX_PROCS
+  valueFrom:
+    resourceFieldRef:
+      resource: requests.cpu
+      divisor: "1"
+{{- else }}
+{{- include "slotgate.envVar" (list "SLOTGATE_MAX_PROCS" $v.container.maxProcs "int") }}
+{{- end }}
 {{- with $v.container.extraEnv }}
 {{ toYaml . }}
 {{- end }}
