@@ -5,8 +5,9 @@
 //
 // One request is read in three files: handler.go walks it (ServeHTTP:
 // admit, forward, finish), ../gate/admit.go decides its admission, and
-// forward.go sends it to the engine and streams the answer back. An
-// exchange (exchange.go) carries every fact about it.
+// forward.go sends it to the engine and streams the answer back (the
+// common request by plain.go's path, without httputil.ReverseProxy, by
+// the same rules). An exchange (exchange.go) carries every fact about it.
 //
 // Invariants:
 //
@@ -24,8 +25,8 @@
 //     gone never reaches the engine.
 //   - The slot is held until the last byte of the response is written or
 //     the client goes away, and released exactly once on every path,
-//     including a panic (httputil.ReverseProxy aborts a broken stream with
-//     one); a client that left while the engine served it frees its slot
+//     including a panic (httputil.ReverseProxy, and the plain path,
+//     abort a broken stream with one); a client that left while the engine served it frees its slot
 //     after the gate's 5 ms abort grace, not at once.
 //   - Responses stream through unbuffered: Server-Sent Events and any other
 //     response without a Content-Length are flushed on every write.
