@@ -99,8 +99,16 @@ func serialize(buf *bytes.Buffer, req *http.Request) error {
 		return nil
 	}
 	defer body.Close()
-	_, err := io.CopyN(buf, body, n)
-	return err
+	if _, err := io.CopyN(buf, body, n); err != nil {
+		return err
+	}
+	// Request.Write refuses a body longer than its length rather than
+	// cut it: so does this path.
+	var extra [1]byte
+	if k, _ := body.Read(extra[:]); k > 0 {
+		return fmt.Errorf("engine: request body longer than its ContentLength %d", n)
+	}
+	return nil
 }
 
 // writeBufs holds the buffers requests are serialised in. A pool rather

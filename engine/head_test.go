@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -91,6 +92,35 @@ func TestAppendHeadDeclines(t *testing.T) {
 			tc.change(req)
 			if b, ok := appendHead(nil, req, req.ContentLength); ok {
 				t.Fatalf("appended %q", b)
+			}
+		})
+	}
+}
+
+// TestSerializeRefusesALongBody: a body longer than its ContentLength is
+// an error, as Request.Write makes it, not a body cut short.
+func TestSerializeRefusesALongBody(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    string
+		wantErr bool
+	}{
+		{"exact", "abc", false},
+		{"longer", "abcd", true},
+		{"shorter", "ab", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := headCase("POST", "/", "h", "X: y", "abc")
+			req.Body = io.NopCloser(strings.NewReader(tc.body))
+			var buf bytes.Buffer
+			err := serialize(&buf, req)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("serialize = %v, want an error: %v (wrote %q)", err, tc.wantErr, buf.String())
+			}
+			var want bytes.Buffer
+			req.Body = io.NopCloser(strings.NewReader(tc.body))
+			if werr := req.Write(&want); (werr != nil) != tc.wantErr {
+				t.Fatalf("Request.Write = %v: the two disagree", werr)
 			}
 		})
 	}

@@ -42,13 +42,29 @@ func (ex *exchange) plain() bool {
 	r, u := ex.r, ex.p.engineURL
 	if ex.p.transport != nil || ex.p.client == nil || r.ProtoMajor != 1 ||
 		u.Path != "" || u.RawPath != "" || u.RawQuery != "" || u.Scheme != "http" ||
-		strings.ContainsAny(r.URL.RawQuery, ";%") {
+		!queryKept(r.URL.RawQuery, ex.p.reencodeQueries) {
 		return false
 	}
 	if r.ContentLength != 0 && (ex.body == nil || int64(len(ex.body)) != r.ContentLength) {
 		return false
 	}
 	return r.Header.Get("Upgrade") == "" && r.Header.Get("Expect") == ""
+}
+
+// maxQueryParams is net/url's default bound on a query's parameters;
+// ReverseProxy re-encodes (and so cuts) a query with more.
+const maxQueryParams = 10000
+
+// queryKept reports whether ReverseProxy would forward the query q as it
+// is: it re-encodes one with a ';', a '%' (this check is coarser than
+// ReverseProxy's, which keeps a valid escape), more than maxQueryParams
+// parameters, or any query at all when GODEBUG sets urlmaxqueryparams
+// (reencode).
+func queryKept(q string, reencode bool) bool {
+	if q == "" {
+		return true
+	}
+	return !reencode && !strings.ContainsAny(q, ";%") && strings.Count(q, "&") < maxQueryParams
 }
 
 // forwardPlain is forward's plain path (see plain).
@@ -113,6 +129,7 @@ func (ex *exchange) engineRequest() *http.Request {
 	}
 	u := *ex.p.engineURL
 	u.Path, u.RawPath, u.RawQuery = in.URL.Path, in.URL.RawPath, in.URL.RawQuery
+	u.ForceQuery = in.URL.ForceQuery
 	out := &http.Request{
 		Method: in.Method, URL: &u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, ContentLength: in.ContentLength, Host: u.Host,
@@ -178,6 +195,9 @@ func (ex *exchange) writeAnswer(resp *http.Response) {
 	w.WriteHeader(resp.StatusCode)
 	if err := ex.copyBody(resp, streamed(resp)); err != nil {
 		_ = resp.Body.Close()
+		if in := ex.r; in.Context().Value(http.ServerContextKey) == nil {
+			return // no server to recover the panic: ReverseProxy's rule
+		}
 		panic(http.ErrAbortHandler)
 	}
 	_ = resp.Body.Close() // fills resp.Trailer
@@ -202,7 +222,10 @@ func (ex *exchange) writeAnswer(resp *http.Response) {
 // copyBody copies resp's body to the client. A streamed answer has its
 // head flushed at once, before its first bytes, and every write after.
 // A read error other than the body's end (or the request's cancellation)
-// is logged, as ReverseProxy logs it.
+// is logged, as ReverseProxy logs it. Unlike ReverseProxy, which ignores
+// a failed flush and finds the broken connection at its next write, a
+// failed flush ends the copy: a stream's next write may be many seconds
+// of generation away, and the slot is better handed on now.
 func (ex *exchange) copyBody(resp *http.Response, flush bool) error {
 	if flush {
 		if err := ex.out.FlushError(); err != nil {
@@ -237,11 +260,31 @@ func (ex *exchange) copyBody(resp *http.Response, flush bool) error {
 }
 
 // isEventStream reports whether the Content-Type ct is
-// text/event-stream, parameters aside: mime.ParseMediaType, which also
-// parses the parameters, allocates for each answer.
+// text/event-stream, parameters aside and ASCII case aside (as
+// mime.ParseMediaType, which refuses other letters, tells it; it also
+// parses the parameters, and allocates for each answer).
 func isEventStream(ct string) bool {
 	mt, _, _ := strings.Cut(ct, ";")
-	return strings.EqualFold(textproto.TrimString(mt), "text/event-stream")
+	return asciiEqualFold(textproto.TrimString(mt), "text/event-stream")
+}
+
+// asciiEqualFold reports whether s equals the lower-case ASCII lower,
+// ASCII case aside: strings.EqualFold would also take Unicode folds
+// (U+017F for "s", U+212A for "k").
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // streamed reports whether resp is flushed on every write: an event

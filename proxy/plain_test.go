@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,12 +18,12 @@ import (
 // seenByBoth is what one side of TestPlainPathMatchesReverseProxy saw: the
 // engine's request and the client's answer.
 type seenByBoth struct {
-	method, path, query string
-	engineHeader        http.Header
-	status              int
-	header              http.Header
-	body                string
-	trailer             http.Header
+	method, uri  string
+	engineHeader http.Header
+	status       int
+	header       http.Header
+	body         string
+	trailer      http.Header
 }
 
 // TestPlainPathMatchesReverseProxy sends the same requests through the
@@ -74,6 +75,11 @@ func TestPlainPathMatchesReverseProxy(t *testing.T) {
 		{name: "GET without a body", method: http.MethodGet, query: "answer=json"},
 		{name: "HEAD", method: http.MethodHead, query: "answer=json"},
 		{name: "no content", method: http.MethodPost, query: "answer=empty", body: "e"},
+		{name: "an empty query, its ? kept", method: http.MethodPost, query: "", body: "q"},
+		{name: "escapes kept", method: http.MethodPost, query: "answer=json&a=b%20c+d", body: "q"},
+		{name: "a semicolon, re-encoded", method: http.MethodPost, query: "answer=json;a=b", body: "q"},
+		{name: "too many parameters, re-encoded", method: http.MethodPost, query: "answer=json" + strings.Repeat("&a=1", 10000), body: "q"},
+		{name: "just enough parameters", method: http.MethodPost, query: "answer=json" + strings.Repeat("&a=1", 9999), body: "q"},
 	}
 	sides := map[string]func(*proxy.Options){
 		"plain": nil,
@@ -126,6 +132,9 @@ func TestPlainPathMatchesReverseProxy(t *testing.T) {
 	if ua, ok := seen["plain"][1].engineHeader["User-Agent"]; ok {
 		t.Errorf("User-Agent made up: %q", ua)
 	}
+	if uri := seen["plain"][7].uri; uri != "/v1/completions?" {
+		t.Errorf("an empty query reached the engine as %q, want its ? kept", uri)
+	}
 	tr := seen["plain"][2].trailer
 	if tr.Get("X-Announced") != "a" || tr.Get("X-Unannounced") != "u" {
 		t.Errorf("trailers = %v, want X-Announced: a and X-Unannounced: u", tr)
@@ -150,7 +159,7 @@ func sendAndSee(t *testing.T, h *harness, req *http.Request) seenByBoth {
 	s := seenByBoth{status: resp.StatusCode, header: resp.Header.Clone(), body: string(b), trailer: resp.Trailer}
 	s.header.Del("Date")
 	if r := h.engine.last("/v1/completions"); r != nil {
-		s.method, s.path, s.query, s.engineHeader = r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Clone()
+		s.method, s.uri, s.engineHeader = r.Method, r.RequestURI, r.Header.Clone()
 		// Each side's own address, checked here and then left out.
 		if got := s.engineHeader.Get("X-Forwarded-Host"); got != req.URL.Host {
 			t.Errorf("%s %s: X-Forwarded-Host = %q, want %q", req.Method, req.URL, got, req.URL.Host)
@@ -164,6 +173,25 @@ func sameSeen(a, b seenByBoth) bool {
 	eq := func(x, y http.Header) bool {
 		return maps.EqualFunc(x, y, func(u, v []string) bool { return slices.Equal(u, v) })
 	}
-	return a.method == b.method && a.path == b.path && a.query == b.query && a.status == b.status &&
+	return a.method == b.method && a.uri == b.uri && a.status == b.status &&
 		a.body == b.body && eq(a.engineHeader, b.engineHeader) && eq(a.header, b.header) && eq(a.trailer, b.trailer)
+}
+
+// TestIsEventStream: the media type, parameters and ASCII case aside, as
+// mime.ParseMediaType tells it; never a Unicode fold.
+func TestIsEventStream(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"text/event-stream":                true,
+		"Text/Event-Stream; charset=utf-8": true,
+		" text/event-stream ;x=y":          true,
+		"text/event-\u017ftream":           false, // U+017F folds to s
+		"text/plain":                       false,
+		"text/event-streams":               false,
+		"":                                 false,
+	} {
+		base, _, _ := mime.ParseMediaType(ct)
+		if got := proxy.IsEventStream(ct); got != want || (base == "text/event-stream") != want {
+			t.Errorf("IsEventStream(%q) = %v, mime.ParseMediaType gives %q; want %v", ct, got, base, want)
+		}
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"log"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +89,9 @@ type Proxy struct {
 	errLog      *log.Logger // httputil.ReverseProxy's
 	buffers     *bufferPool
 	ids         *gate.IDs
+	// reencodeQueries: GODEBUG sets urlmaxqueryparams, under which
+	// ReverseProxy re-encodes every query (see queryKept).
+	reencodeQueries bool
 }
 
 // New checks opts and returns a Proxy.
@@ -109,6 +114,8 @@ func New(opts Options) (*Proxy, error) {
 		log:         opts.Logger,
 		buffers:     newBufferPool(),
 		ids:         gate.NewIDs(),
+
+		reencodeQueries: strings.Contains(os.Getenv("GODEBUG"), "urlmaxqueryparams="),
 	}
 	if err := p.setDefaults(opts); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
