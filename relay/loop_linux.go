@@ -326,6 +326,11 @@ func (l *loop) run(ctx context.Context) {
 // not missed: RawConn.Read resets the readiness before it calls the
 // function, so such an event wakes the park at once.
 func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
+	// A busy loop finds events at once: it takes them without the
+	// netpoller's bookkeeping (a deadline to move, a lock to take).
+	if n, err := epollNow(l.epfd, events); n > 0 || err != nil {
+		return n, err
+	}
 	// A wake-up from the set to the netpoller that the kernel lost
 	// (Linux 5.5 had such a bug with nested epoll) would leave every
 	// stream of the loop waiting: the park is bounded, and the set polled
@@ -351,13 +356,20 @@ type poller struct {
 func newPoller() *poller {
 	p := &poller{}
 	p.fn = func(fd uintptr) bool {
-		p.n, p.err = syscall.EpollWait(int(fd), p.events, 0)
-		if errors.Is(p.err, syscall.EINTR) {
-			p.n, p.err = 0, nil
-		}
+		p.n, p.err = epollNow(int(fd), p.events)
 		return p.n > 0 || p.err != nil
 	}
 	return p
+}
+
+// epollNow takes the events ready in the set epfd without waiting; an
+// interrupted call found none.
+func epollNow(epfd int, events []syscall.EpollEvent) (int, error) {
+	n, err := epollWaitRaw(epfd, events)
+	if errors.Is(err, syscall.EINTR) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // parkLimit bounds a loop's park in the netpoller.
@@ -470,7 +482,7 @@ var (
 // a new edge, so no read is spent to find the socket empty.
 func (l *loop) readEngine(st *stream, ended []ending) []ending {
 	for st.engineReady && len(st.out) == 0 {
-		n, err := syscall.Read(st.efd, l.buf)
+		n, err := readRaw(st.efd, l.buf)
 		switch {
 		case errors.Is(err, syscall.EAGAIN):
 			st.engineReady = false
@@ -541,7 +553,7 @@ func (l *loop) flush(st *stream, ended []ending) []ending {
 // not an error: it wrote 0.
 func writeSome(fd int, p []byte) (int, error) {
 	for {
-		n, err := syscall.Write(fd, p)
+		n, err := writeRaw(fd, p)
 		switch {
 		case err == nil:
 			return n, nil
