@@ -46,6 +46,9 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	// given back gets a new reader.
 	b.ec.br = nil
 	b.ReadCloser = http.NoBody
+	// The context's watch is over; its stop function would keep the
+	// request's contexts alive for as long as the stream.
+	b.stop = nil
 	return d, true
 }
 

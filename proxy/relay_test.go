@@ -149,6 +149,11 @@ func TestRelayKeepsTheConnection(t *testing.T) {
 			if l["status"] != int64(200) || l["outcome"] != string(gate.AdmittedDirect) || l["bytes_out"] != int64(len(wantSSE(20))) {
 				t.Errorf("access line %v: want 200, admitted_direct, %d bytes out", l, len(wantSSE(20)))
 			}
+			// The request itself is let go once relayed: what the line
+			// names of it is kept.
+			if l["method"] != http.MethodPost || l["proto"] != "HTTP/1.1" || !strings.HasPrefix(fmt.Sprint(l["client"]), "127.0.0.1:") {
+				t.Errorf("access line %v: want a POST over HTTP/1.1 from 127.0.0.1", l)
+			}
 		}
 	}
 	if streams != 3 {
