@@ -10,8 +10,12 @@
 // edge-triggered; per event of an engine socket it makes one read (a
 // short read drained it) and one write: no read that finds nothing, no
 // change to the epoll set while a stream lives, no goroutine woken per
-// event. The decoded body (the chunks' data) goes to the stream's OnData
-// as it passes, for token counting.
+// event. Those reads and writes, and the epoll_wait that finds the
+// events, are made raw: on non-blocking descriptors they never block, so
+// the loop keeps its processor through them instead of passing through
+// the scheduler's system-call state (a fifth of the CPU per event in
+// BENCHMARKS.md's run). The decoded body (the chunks' data) goes to the
+// stream's OnData as it passes, for token counting.
 //
 // Invariants:
 //   - a stream's sockets are used by its loop only, from Add until its
@@ -27,5 +31,8 @@
 //     before (back-pressure): a stream holds at most one read's worth of
 //     bytes the client has not taken;
 //   - a loop's goroutine ends with the context given to Run, ending every
-//     stream still open as cut.
+//     stream still open as cut;
+//   - every descriptor the loop reads, writes or waits on raw is
+//     non-blocking: a raw call that blocked would hold a processor from
+//     the rest of the program, and a stop-the-world pause with it.
 package relay

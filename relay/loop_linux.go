@@ -103,9 +103,20 @@ func fdOf(c net.Conn) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}
-	fd := -1
-	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
+	fd, flags := -1, uintptr(0)
+	var errno syscall.Errno
+	if err := rc.Control(func(s uintptr) {
+		fd = int(s)
+		flags, _, errno = syscall.RawSyscall(syscall.SYS_FCNTL, s, syscall.F_GETFL, 0)
+	}); err != nil {
 		return 0, fmt.Errorf("relay: %w", err)
+	}
+	if errno != 0 {
+		return 0, fmt.Errorf("relay: fcntl: %w", errno)
+	}
+	if flags&syscall.O_NONBLOCK == 0 {
+		// The loop's raw calls must never block (see the package's doc).
+		return 0, fmt.Errorf("%w: a blocking socket", ErrUnsupported)
 	}
 	return fd, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -249,6 +250,23 @@ func TestAddNeedsSockets(t *testing.T) {
 	defer b.Close()
 	if err := r.Add(&Stream{Engine: a, Client: b}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Add of a net.Pipe: %v, want ErrUnsupported", err)
+	}
+	// A blocking socket would block the loop's raw calls.
+	e, c := tcpPair(t)
+	setBlocking := func(on bool) {
+		rc, err := c.(syscall.Conn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var set error
+		if err := rc.Control(func(fd uintptr) { set = syscall.SetNonblock(int(fd), !on) }); err != nil || set != nil {
+			t.Fatal(err, set)
+		}
+	}
+	setBlocking(true)
+	defer setBlocking(false)
+	if err := r.Add(&Stream{Engine: e, Client: c}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Add of a blocking socket: %v, want ErrUnsupported", err)
 	}
 }
 
