@@ -11,24 +11,17 @@ import (
 // syscall.Read would let the scheduler hand the processor to another
 // thread should the call take more than 20 µs (as a loopback write that
 // wakes its reader can), and take one back after it.
-func readRaw(fd int, p []byte) (int, error) {
-	var ptr unsafe.Pointer
-	if len(p) > 0 {
-		ptr = unsafe.Pointer(&p[0])
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
-}
+func readRaw(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, p) }
 
-func writeRaw(fd int, p []byte) (int, error) {
+func writeRaw(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, p) }
+
+// rawIO makes the system call trap, read(2) or write(2), on fd and p.
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
 	var ptr unsafe.Pointer
 	if len(p) > 0 {
 		ptr = unsafe.Pointer(&p[0])
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)))
 	if e != 0 {
 		return 0, e
 	}
