@@ -85,8 +85,8 @@ func (ex *exchange) handOff(resp *http.Response) error {
 	}
 	// net/http's writer holds its connection's buffers (its reader and
 	// the answer's chunking buffer): let them go with it for the stream.
-	// The request's body was read whole, but its reader still points at
-	// the connection's read buffer.
+	// The request goes too (slim): its body was read whole, but its
+	// reader still points at the connection's read buffer.
 	ex.out.ResponseWriter = nil
 	ex.slim()
 	rs := &relayed{ex: ex, d: d, conn: conn, ahead: readAheadOf(brw.Reader), keep: keep}
@@ -141,7 +141,8 @@ func (ex *exchange) head(resp *http.Response, keep bool) []byte {
 // slim lets the request go once its answer is the relay's: the exchange
 // keeps what its access-log line names, and the request's headers, URL,
 // body reader and contexts, about a fifth of what a relayed stream
-// holds, go with the handler (BENCHMARKS.md, "RSS per open stream").
+// holds, go with the handler (BENCHMARKS.md, "The relay's system calls,
+// and what a stream holds").
 // The handler's own references to the request are dropped when it
 // returns, right after.
 func (ex *exchange) slim() {
