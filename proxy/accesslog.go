@@ -23,15 +23,15 @@ type accessLine struct {
 }
 
 func (l *accessLine) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	ex, r := l.ex, l.ex.in
+	ex, r := l.ex, &l.ex.line
 	var ttfb time.Duration
 	if !ex.FirstByte.IsZero() {
 		ttfb = ex.FirstByte.Sub(ex.Start)
 	}
 	enc.AddString("request_id", ex.ID)
-	enc.AddString("method", r.Method)
-	enc.AddString("path", r.URL.Path)
-	enc.AddString("proto", r.Proto)
+	enc.AddString("method", r.method)
+	enc.AddString("path", r.path)
+	enc.AddString("proto", r.proto)
 	enc.AddInt64("status", int64(ex.out.status))
 	enc.AddString("outcome", string(ex.Outcome))
 	enc.AddDuration("queue_wait", ex.QueueWait)
@@ -39,6 +39,6 @@ func (l *accessLine) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddDuration("duration", l.end.Sub(ex.Start))
 	enc.AddInt64("bytes_in", ex.bytesIn)
 	enc.AddInt64("bytes_out", ex.out.bytes)
-	enc.AddString("client", r.RemoteAddr)
+	enc.AddString("client", r.client)
 	return nil
 }

@@ -18,9 +18,13 @@ import (
 // handler by the watch's done channel.
 type exchange struct {
 	gate.Exchange
-	p  *Proxy
-	in *http.Request // as the client sent it
-	r  *http.Request // as it is forwarded: in, or a copy with its body replaced
+	p *Proxy
+	// in is the request as the client sent it, and r as it is forwarded:
+	// in, or a copy with its body replaced. Both are nil once the relay
+	// has the answer (slim).
+	in, r *http.Request
+	// line is what the access-log line names of the request.
+	line requestLine
 	// out is the client's ResponseWriter, counting what goes through.
 	out responseWriter
 	// bytesIn is the request body's size: declared, or read while it
@@ -61,16 +65,22 @@ const smallBody = 64 << 10
 func (p *Proxy) newExchange(w http.ResponseWriter, r *http.Request) *exchange {
 	ex := &exchange{p: p, in: r, r: r, bytesIn: r.ContentLength,
 		bodyPending: r.ProtoMajor == 1 && (r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody))}
+	ex.line = requestLine{method: r.Method, path: r.URL.Path, proto: r.Proto, client: r.RemoteAddr}
 	ex.ID, ex.Start, ex.Protocol = p.ids.For(r.Header.Get(requestIDHeader)), time.Now(), gate.ProtocolHTTP
 	ex.out.ResponseWriter, ex.out.ex = w, ex
 	ex.watch.ex = ex
 	return ex
 }
 
+// requestLine is what an access-log line names of its request: strings
+// the request already holds, so that keeping them copies nothing.
+type requestLine struct{ method, path, proto, client string }
+
 // clientGone reports whether the client left: its context ended or a write
-// to it failed.
+// to it failed. Once the relay has the answer (ex.in nil), the relay
+// tells.
 func (ex *exchange) clientGone() bool {
-	return ex.in.Context().Err() != nil || ex.out.writeErr != nil
+	return ex.in != nil && ex.in.Context().Err() != nil || ex.out.writeErr != nil
 }
 
 // responseWriter is the client's ResponseWriter as the proxy writes to
