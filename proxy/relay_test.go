@@ -276,3 +276,33 @@ func mustRequest(t *testing.T, method, url, body string) *http.Request {
 	}
 	return req
 }
+
+// TestRelayStopped: a relay that has stopped refuses the stream after its
+// head went out. The exchange, which let its request go before the
+// relay's answer, still ends whole on the handler: engine_error, the slot
+// back, and an access-log line that names the request.
+func TestRelayStopped(t *testing.T) {
+	r, err := relay.New(1)
+	if err != nil {
+		t.Skipf("no stream relay here: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Run(ctx) // returns at once, its loops stopped
+	var h *harness
+	h = newHarness(t, harnessConfig{engine: sseEngine(3, 0), limits: limiter.Options{Slots: 1},
+		options: func(o *proxy.Options) {
+			o.Relay = &proxy.Relay{Loops: r, Resume: func(c net.Conn) { proxy.Resume(h.front.Config, c) }}
+		}})
+	resp, _, _ := sendRaw(t, h, relayRequest(""))
+	if body, err := io.ReadAll(resp.Body); err == nil {
+		t.Errorf("the refused stream read to an end: %q", body)
+	}
+	h.waitOutcome(gate.EngineError)
+	h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+	waitFor(t, "the access-log line", func() bool { return len(h.accessLines()) == 1 })
+	l := h.accessLines()[0]
+	if l["method"] != http.MethodPost || l["path"] != "/v1/chat/completions" || l["outcome"] != string(gate.EngineError) {
+		t.Errorf("access line %v: want a POST to /v1/chat/completions, engine_error", l)
+	}
+}
