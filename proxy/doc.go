@@ -32,6 +32,9 @@
 //     response without a Content-Length are flushed on every write.
 //   - Every request that goes through admission is reported once, with
 //     exactly one outcome, and logged once in the access log.
+//   - Once the relay has a stream's answer, the exchange holds no
+//     *http.Request (slim): the relay's Done ends it with what the
+//     exchange kept (its access-log fields, outcome and counts).
 //   - Passthrough paths (engine probes) take no slot and are not counted.
 //   - Refusals are mapped to HTTP statuses in one function (refuse), and
 //     engine failures in another (engineError).
