@@ -90,7 +90,9 @@ type Proxy struct {
 	buffers     *bufferPool
 	ids         *gate.IDs
 	// reencodeQueries: GODEBUG sets urlmaxqueryparams, under which
-	// ReverseProxy re-encodes every query (see queryKept).
+	// ReverseProxy re-encodes every query (see queryKept). Only the
+	// variable is read: slotgate's own module sets no //go:debug default
+	// (a program embedding the proxy with one would differ).
 	reencodeQueries bool
 }
 
