@@ -276,7 +276,13 @@ func (l *loop) register(st *stream, ended []ending) (out []ending) {
 	if err := l.watch(st.efd, st, engineEvents); err != nil {
 		return l.end(st, Result{Err: err}, ended)
 	}
-	return ended
+	// Start at once rather than at the sockets' first events, a batch
+	// later on a busy loop: the client takes what came with the head, and
+	// the engine is read in case the first event has come since (a read
+	// that finds nothing costs one call; the initial events, when they
+	// come, find nothing to do).
+	st.engineReady = true
+	return l.flush(st, ended)
 }
 
 // A stream's sockets are registered once, edge-triggered: an event says
