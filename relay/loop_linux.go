@@ -239,8 +239,8 @@ func (l *loop) add(st *stream) error {
 }
 
 // takeIncoming registers the streams handed over since the last call:
-// the body's first bytes are framed and left for the client to take when
-// its socket is writable, the first event of a stream.
+// each starts at once (register), the body's first bytes framed and given
+// to the client, the engine read.
 func (l *loop) takeIncoming(ended []ending) []ending {
 	var b [64]byte
 	for {
@@ -549,9 +549,9 @@ func (l *loop) write(st *stream, p []byte, ended []ending) []ending {
 }
 
 // flush gives the client what it had not taken; once it has, the engine
-// is read again if it was ready meanwhile. A stream starts here: the
-// client's socket is writable when added, which is its first event, with
-// the body's first bytes (if any) to take.
+// is read again if it was ready meanwhile. A stream starts here, as
+// register watches its sockets, with the body's first bytes (if any) to
+// take.
 func (l *loop) flush(st *stream, ended []ending) []ending {
 	if len(st.out) > 0 {
 		out := st.out
