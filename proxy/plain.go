@@ -195,7 +195,7 @@ func (ex *exchange) writeAnswer(resp *http.Response) {
 	w.WriteHeader(resp.StatusCode)
 	if err := ex.copyBody(resp, streamed(resp)); err != nil {
 		_ = resp.Body.Close()
-		if in := ex.r; in.Context().Value(http.ServerContextKey) == nil {
+		if ex.r.Context().Value(http.ServerContextKey) == nil {
 			return // no server to recover the panic: ReverseProxy's rule
 		}
 		panic(http.ErrAbortHandler)
@@ -269,22 +269,13 @@ func isEventStream(ct string) bool {
 }
 
 // asciiEqualFold reports whether s equals the lower-case ASCII lower,
-// ASCII case aside: strings.EqualFold would also take Unicode folds
-// (U+017F for "s", U+212A for "k").
+// ASCII case aside. strings.EqualFold alone would also take Unicode folds
+// (U+017F for "s", U+212A for "k"); those are longer in UTF-8 than the
+// ASCII letters they fold to, so against an ASCII target equal lengths
+// leave only ASCII folds (command/strict.go's asciiFold does the same
+// for bytes).
 func asciiEqualFold(s, lower string) bool {
-	if len(s) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
+	return len(s) == len(lower) && strings.EqualFold(s, lower)
 }
 
 // streamed reports whether resp is flushed on every write: an event
