@@ -207,7 +207,7 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, err
 		l.mu.Unlock()
 		return nil, l.refusal(v, req.Class)
 	}
-	w := l.enqueueLocked(req, t)
+	w := l.enqueueLocked(req, t, nil)
 	l.mu.Unlock()
 	deadline, expiry := l.deadline(req) // the wait is measured from entering the queue
 	if req.OnQueued != nil {
@@ -274,10 +274,15 @@ func (l *Limiter) admitLocked(cls int, t int64) verdict {
 
 // enqueueLocked puts the request, of t tokens, in the queue and returns
 // its waiter.
-func (l *Limiter) enqueueLocked(req Request, t int64) *waiter {
+func (l *Limiter) enqueueLocked(req Request, t int64, pk *Parked) *waiter {
 	c := &l.classes[req.Class]
 	l.seq++
-	w := &waiter{ready: make(chan struct{}), cls: c, cost: schedCost(req.Cost), seq: l.seq, tokens: t}
+	w := &waiter{cls: c, cost: schedCost(req.Cost), seq: l.seq, tokens: t}
+	if pk != nil {
+		w.parked, pk.w = pk, w
+	} else {
+		w.ready = make(chan struct{})
+	}
 	l.queue.push(w)
 	l.waiting++
 	c.waiting++
@@ -394,17 +399,7 @@ func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 	timedOut := errors.Is(cause, ErrQueueTimeout)
 	l.mu.Lock()
 	if !w.granted {
-		l.queue.remove(w)
-		l.dequeuedLocked(w)
-		if l.lifo && errors.Is(cause, ErrQueueExpired) {
-			l.lifoNext = true
-		}
-		if l.waiting == 0 {
-			l.lifoNext = false // nobody left to serve: no later backlog inherits it
-		}
-		// w may have been the waiter whose tokens did not fit, holding up
-		// those behind it (or a LIFO grant is now due): the next may fit.
-		l.dispatchLocked()
+		l.removeLocked(w, cause)
 		l.mu.Unlock()
 		countGiveUp(w.cls, cause)
 		return nil, cause
@@ -418,6 +413,22 @@ func (l *Limiter) giveUp(w *waiter, cause error) (*Permit, error) {
 	l.mu.Unlock()
 	countGiveUp(w.cls, cause)
 	return nil, cause
+}
+
+// removeLocked takes w, not granted, out of the queue, which it leaves
+// with cause.
+func (l *Limiter) removeLocked(w *waiter, cause error) {
+	l.queue.remove(w)
+	l.dequeuedLocked(w)
+	if l.lifo && errors.Is(cause, ErrQueueExpired) {
+		l.lifoNext = true
+	}
+	if l.waiting == 0 {
+		l.lifoNext = false // nobody left to serve: no later backlog inherits it
+	}
+	// w may have been the waiter whose tokens did not fit, holding up
+	// those behind it (or a LIFO grant is now due): the next may fit.
+	l.dispatchLocked()
 }
 
 func countGiveUp(c *class, cause error) {
@@ -494,6 +505,10 @@ func (l *Limiter) dispatchLocked() {
 func (l *Limiter) grantLocked(w *waiter) {
 	l.dequeuedLocked(w)
 	w.granted = true
+	if w.parked != nil {
+		go w.parked.granted() // its own goroutine: the caller holds the lock
+		return
+	}
 	close(w.ready)
 }
 

@@ -3,8 +3,10 @@ package limiter
 // waiter is one request waiting for a slot. Its fields other than ready are
 // guarded by Limiter.mu.
 type waiter struct {
-	// ready is closed when the waiter is granted a slot.
-	ready chan struct{}
+	// ready is closed when the waiter is granted a slot; nil for a parked
+	// waiter (Park), whose grant calls parked.granted instead.
+	ready  chan struct{}
+	parked *Parked
 	// granted is set, under the lock, in the same step that closes ready, so
 	// a waiter that gives up can tell whether it already owns a slot.
 	granted bool
