@@ -33,6 +33,10 @@ type Request struct {
 	// limits per rank it takes that rank's places.
 	Pinned bool
 	Rank   int
+	// Park, when set, lets the request wait in the queue without its
+	// goroutine (see Parker). It is used only without a Policy, and only
+	// for a request that finds no slot free but room in the queue.
+	Park Parker
 	// Tokens, when set, counts the request's prompt tokens for the
 	// limits that bound tokens (the prefill-token and queue token limits);
 	// a negative count says the adapter could not count them.
@@ -88,6 +92,10 @@ type Decision struct {
 	Message string
 	// Watched says the request's Watch was started (and settled).
 	Watched bool
+	// Parked says the request left Admit's goroutine to wait (Parker):
+	// its decision is given to Parker.Resume, and the caller of Admit does
+	// nothing more with the exchange.
+	Parked bool
 	// RankChosen says the gate chose the exchange's Rank for a request
 	// pinned to none (limits per rank): the adapter tells the engine.
 	RankChosen bool
@@ -163,6 +171,21 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 			return g.decided(g.withRead(g.grant(ex, p), read), ex)
 		case !errors.Is(err, limiter.ErrWouldWait):
 			return g.decided(g.withRead(g.refuseAcquire(ex, err, nil, false), read), ex)
+		}
+		if req.Park != nil {
+			if !read {
+				// A parked request's body is read first: the adapter
+				// hands it on with the request.
+				if d, ok := g.readFirst(ctx, ex, req.Watch); !ok {
+					return g.decided(d, ex)
+				}
+				if read = req.Watch != nil; read {
+					req.Watch = settled{req.Watch}
+				}
+			}
+			if req.Park.Park() {
+				return g.park(lim, ex, req.Park, tokens)
+			}
 		}
 	}
 	return g.withRead(g.admitWaiting(ctx, lim, ex, req, tokens), read)

@@ -24,6 +24,11 @@
 //     client that leaves is seen at once; a watch that fails ends the wait.
 //     A request granted a slot after its client left is never sent: its
 //     slot is handed on and its outcome is cancelled_queued.
+//   - A request the adapter can park (Request.Park, no Policy) waits
+//     without its goroutine: its Watch reads it first, Admit returns
+//     Decision.Parked, and the Parker is resumed exactly once with the
+//     decision, after its watch of the client ended; a client that leaves
+//     takes the request out of the queue at once.
 //   - An admitted exchange holds a limiter.Permit: its slot under N and
 //     its waiting place under W. Prefilled frees the waiting place (the
 //     adapter calls it at the first output, or when the answer brings

@@ -1,0 +1,180 @@
+package gate_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/limiter"
+)
+
+// parker is a gate.Parker that records what the gate asked of it; the
+// test plays its client.
+type parker struct {
+	refuse bool // Park says it cannot
+	gone   bool // Unwatch says the client left
+
+	mu      sync.Mutex
+	calls   []string
+	leave   func()
+	resumed chan gate.Decision
+}
+
+func newParker() *parker { return &parker{resumed: make(chan gate.Decision, 1)} }
+
+func (p *parker) record(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, s)
+}
+
+func (p *parker) Park() bool {
+	p.record("park")
+	return !p.refuse
+}
+
+func (p *parker) Watch(gone func()) {
+	p.record("watch")
+	p.mu.Lock()
+	p.leave = gone
+	p.mu.Unlock()
+}
+
+func (p *parker) Unwatch() bool {
+	p.record("unwatch")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leave = nil
+	return p.gone
+}
+
+func (p *parker) Resume(d gate.Decision) {
+	p.record("resume")
+	p.resumed <- d
+}
+
+// clientLeaves plays the client leaving while the watch is on.
+func (p *parker) clientLeaves() {
+	p.mu.Lock()
+	f := p.leave
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+func (p *parker) got() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.calls)
+}
+
+// TestParked: a request that would wait is parked (Admit returns at
+// once, Decision.Parked), watched while it waits, and resumed once with
+// its decision: the slot when a holder leaves, cancelled_queued when its
+// client left (before the grant, or as it came), or the wait as usual
+// when the adapter cannot park it.
+func TestParked(t *testing.T) {
+	tests := []struct {
+		name   string
+		parker func() *parker
+		leaves bool // the client leaves while the request waits
+		want   gate.Outcome
+		calls  []string
+	}{
+		{name: "granted", parker: newParker, want: gate.AdmittedQueued,
+			calls: []string{"park", "watch", "unwatch", "resume"}},
+		{name: "client left", parker: newParker, leaves: true, want: gate.CancelledQueued,
+			calls: []string{"park", "watch", "unwatch", "resume"}},
+		{name: "granted after the client left", parker: func() *parker { p := newParker(); p.gone = true; return p },
+			want: gate.CancelledQueued, calls: []string{"park", "watch", "unwatch", "resume"}},
+		{name: "cannot park", parker: func() *parker { p := newParker(); p.refuse = true; return p },
+			want: gate.AdmittedQueued, calls: []string{"park"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, lim, obs := newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, nil)
+				var holder, waiter gate.Exchange
+				if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+					t.Fatalf("holder: %+v", d)
+				}
+				pk := tc.parker()
+				ch := admitAsync(context.Background(), g, &waiter, gate.Request{Park: pk})
+				d, returned := decided(ch)
+				if returned != !pk.refuse || d.Parked == pk.refuse {
+					t.Fatalf("Admit returned %v (%+v) before a slot was free; want it parked at once: %v", returned, d, !pk.refuse)
+				}
+				if s := lim.Stats(); s.Waiting != 1 {
+					t.Fatalf("waiting %d, want 1", s.Waiting)
+				}
+				if tc.leaves {
+					pk.clientLeaves()
+					synctest.Wait()
+					if s := lim.Stats(); s.Waiting != 0 || s.CancelledWaiting != 1 {
+						t.Fatalf("after the client left: %+v", s)
+					}
+				}
+				g.Finish(&holder, false)
+				synctest.Wait()
+				if pk.refuse {
+					d = <-ch
+				} else {
+					d = <-pk.resumed
+				}
+				if waiter.Outcome != tc.want || d.Admitted != (tc.want == gate.AdmittedQueued) {
+					t.Fatalf("decision %+v, outcome %s; want %s", d, waiter.Outcome, tc.want)
+				}
+				if !waiter.Queued {
+					t.Error("the parked request is not marked Queued")
+				}
+				if got := pk.got(); !slices.Equal(got, tc.calls) {
+					t.Errorf("parker calls %v, want %v", got, tc.calls)
+				}
+				g.Finish(&waiter, false)
+				synctest.Wait()
+				if s := lim.Stats(); s.Holding != 0 || s.Waiting != 0 {
+					t.Errorf("after both finished: %+v", s)
+				}
+				obs.mu.Lock()
+				defer obs.mu.Unlock()
+				if want := []string{"admitted_direct", string(tc.want)}; !slices.Equal(obs.decided, want) {
+					t.Errorf("decided %v, want %v", obs.decided, want)
+				}
+			})
+		})
+	}
+}
+
+// TestParkedAtOnce: room that comes as the request is parked decides it
+// at once, unqueued, and it is resumed all the same.
+func TestParkedAtOnce(t *testing.T) {
+	g, _, _ := newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, nil)
+	var holder, waiter gate.Exchange
+	if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+		t.Fatalf("holder: %+v", d)
+	}
+	pk := &freeOnPark{parker: newParker(), free: func() { g.Finish(&holder, false) }}
+	d := g.Admit(context.Background(), &waiter, gate.Request{Park: pk})
+	if !d.Parked {
+		t.Fatalf("Admit = %+v, want parked", d)
+	}
+	if d := <-pk.resumed; !d.Admitted || waiter.Outcome != gate.AdmittedDirect || waiter.Queued {
+		t.Fatalf("resumed with %+v, outcome %s, queued %v; want admitted_direct", d, waiter.Outcome, waiter.Queued)
+	}
+	g.Finish(&waiter, false)
+}
+
+// freeOnPark frees the holder's slot as the request is parked.
+type freeOnPark struct {
+	*parker
+	free func()
+}
+
+func (p *freeOnPark) Park() bool {
+	p.free()
+	return p.parker.Park()
+}
