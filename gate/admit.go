@@ -184,7 +184,7 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 				}
 			}
 			if req.Park.Park() {
-				return g.park(lim, ex, req.Park, tokens)
+				return g.park(lim, ex, req.Park, tokens, !req.Pinned && g.ranks.ranked)
 			}
 		}
 	}

@@ -21,10 +21,10 @@ type Parker interface {
 	// Watch begins watching the parked request's client, on a goroutine
 	// of the adapter's: gone, called at most once, says it left.
 	Watch(gone func())
-	// Unwatch ends the watch before the request resumes: gone is not
-	// called once it has returned. It reports whether the client is known
-	// to have left; a request granted a slot after its client left is
-	// never sent.
+	// Unwatch ends the watch before the request resumes, and reports
+	// whether the client is known to have left: a request granted a slot
+	// after its client left is never sent. It may be called from gone.
+	// A gone that comes after it does nothing: the wait was decided.
 	Unwatch() (gone bool)
 	// Resume continues the parked request with its decision (admitted,
 	// or why not). It is called once per Park that returned true, after
@@ -35,14 +35,15 @@ type Parker interface {
 
 // park queues a parked request (its goroutine left, Parker.Park) on lim,
 // watched. Its admission is decided when the limiter tells, on the
-// limiter's goroutine; the one asking gets Decision.Parked.
-func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, tokens int64) Decision {
+// limiter's goroutine; the one asking gets Decision.Parked. chosen says
+// the gate chose the request's rank (Decision.RankChosen).
+func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, tokens int64, chosen bool) Decision {
 	leave := &leaver{}
 	queuedAt := time.Now()
 	resume := func(p *limiter.Permit, err error) {
 		gone := pk.Unwatch()
 		ex.Queued, ex.QueueWait = true, time.Since(queuedAt)
-		pk.Resume(g.parkedDecision(ex, p, err, gone))
+		pk.Resume(g.parkedDecision(ex, p, err, gone, chosen))
 	}
 	pk.Watch(leave.gone)
 	q, p, err := lim.Park(limiter.Request{Tokens: tokens}, resume)
@@ -50,7 +51,7 @@ func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, tokens int64)
 		// Room came (or the queue filled) as the request was parked: it
 		// is decided now, unqueued.
 		gone := pk.Unwatch()
-		pk.Resume(g.parkedDecision(ex, p, err, gone))
+		pk.Resume(g.parkedDecision(ex, p, err, gone, chosen))
 		return Decision{Parked: true}
 	}
 	g.changed()
@@ -60,7 +61,7 @@ func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, tokens int64)
 
 // parkedDecision decides for a parked request what the limiter told: p,
 // or err; gone says its client left.
-func (g *Gate) parkedDecision(ex *Exchange, p *limiter.Permit, err error, gone bool) Decision {
+func (g *Gate) parkedDecision(ex *Exchange, p *limiter.Permit, err error, gone, chosen bool) Decision {
 	if err == nil && gone {
 		// Granted, but the client left meanwhile: never send it.
 		p.Release()
@@ -72,7 +73,7 @@ func (g *Gate) parkedDecision(ex *Exchange, p *limiter.Permit, err error, gone b
 	} else {
 		d = g.grant(ex, p)
 	}
-	d.Watched = true
+	d.Watched, d.RankChosen = true, chosen && d.Admitted
 	return g.decided(d, ex)
 }
 

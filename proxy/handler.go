@@ -15,15 +15,44 @@ import (
 // (waiting, with its body read, when it has to), then forwarded; finish
 // ends it whatever happened, a panic included.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if pk := resumed(r); pk != nil {
+		p.serveResumed(pk, w, r)
+		return
+	}
 	ex := p.newExchange(w, r)
-	defer p.finish(ex)
+	parked := false
+	defer p.finish(ex, &parked)
 	if p.passthrough[r.URL.Path] {
 		ex.Outcome = gate.Passthrough
 		p.forward(ex)
 		return
 	}
 	ex.startBodyClock()
-	d := p.gate.Admit(r.Context(), &ex.Exchange, p.admissionRequest(ex))
+	req := p.admissionRequest(ex)
+	if p.parkable(r) {
+		req.Park = &parking{ex: ex}
+	}
+	d := p.gate.Admit(r.Context(), &ex.Exchange, req)
+	if parked = d.Parked; parked {
+		return // the exchange is the parking's now (park.go)
+	}
+	p.serveDecided(ex, d)
+}
+
+// serveResumed serves a request back from parking with the gate's
+// decision: its body comes again with it, so it is read as a request
+// admitted at once reads it.
+func (p *Proxy) serveResumed(pk *parking, w http.ResponseWriter, r *http.Request) {
+	ex := pk.ex
+	ex.rebind(w, r)
+	defer p.finish(ex, nil)
+	d := pk.d
+	d.Watched = false
+	p.serveDecided(ex, d)
+}
+
+// serveDecided answers a refused request, or forwards an admitted one.
+func (p *Proxy) serveDecided(ex *exchange, d gate.Decision) {
 	if !d.Admitted {
 		p.refuse(ex, d)
 		return
@@ -101,7 +130,8 @@ func (ex *exchange) prepareBody() error {
 	return nil
 }
 
-// finish runs last for every request. It settles the outcome of a request
+// finish runs last for every request but a parked one (parked: the
+// parking ends it, resumed or abandoned). It settles the outcome of a request
 // cut short by a panic (httputil.ReverseProxy panics with
 // http.ErrAbortHandler when a stream breaks after its headers were sent),
 // ends the exchange at the gate (flight, slot, lifecycle, report) and
@@ -109,9 +139,9 @@ func (ex *exchange) prepareBody() error {
 // connection as it should. A request the first-token watchdog aborted
 // gives its slot back as one whose client left: after the abort grace,
 // the time the engine takes to see the abort.
-func (p *Proxy) finish(ex *exchange) {
+func (p *Proxy) finish(ex *exchange, parked *bool) {
 	v := recover()
-	if ex.relayed && v == nil {
+	if (ex.relayed || parked != nil && *parked) && v == nil {
 		return
 	}
 	gone := ex.clientGone()

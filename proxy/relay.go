@@ -88,7 +88,8 @@ func (ex *exchange) handOff(resp *http.Response) error {
 	// reader still points at the connection's read buffer.
 	ex.out.ResponseWriter = nil
 	ex.slim()
-	rs := &relayed{ex: ex, d: d, conn: conn, ahead: readAheadOf(brw.Reader), keep: keep}
+	conn, ahead := unwrapAhead(conn, readAheadOf(brw.Reader))
+	rs := &relayed{ex: ex, d: d, conn: conn, ahead: ahead, keep: keep}
 	if ex.Counting() {
 		rs.count = newTokenCount(ex)
 		rs.count.gone = rs.gone
@@ -220,6 +221,20 @@ func readAheadOf(br *bufio.Reader) []byte {
 	}
 	b, _ := br.Peek(n) // never fails: n bytes are buffered
 	return append([]byte(nil), b...)
+}
+
+// unwrapAhead returns the connection under c when c comes with bytes read
+// ahead (a relayed stream's, a parked request's), and ahead followed by
+// those of them the server has not read yet: the relay and the parking
+// read the socket itself.
+func unwrapAhead(c net.Conn, ahead []byte) (net.Conn, []byte) {
+	switch rc := c.(type) {
+	case *readAhead:
+		return rc.Conn, append(ahead, rc.ahead...)
+	case *parkedConn:
+		return rc.Conn, append(ahead, rc.ahead...)
+	}
+	return c, ahead
 }
 
 // readAhead is a connection whose first bytes were read already.

@@ -1,0 +1,193 @@
+package e2e_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recordingEngine answers completions with what it received, records
+// each request as it arrived, by X-Request-Id, and holds the one named
+// "holder" until released.
+type recordingEngine struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	got     map[string]string // id: method, target, X-Custom values, body
+	holding chan struct{}     // closed when the holder arrived
+	release chan struct{}
+}
+
+func newRecordingEngine(t *testing.T) *recordingEngine {
+	e := &recordingEngine{got: make(map[string]string), holding: make(chan struct{}), release: make(chan struct{})}
+	var once sync.Once
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return
+		}
+		id := r.Header.Get("X-Request-Id")
+		body, _ := io.ReadAll(r.Body)
+		e.mu.Lock()
+		e.got[id] = fmt.Sprintf("%s %s %q %s", r.Method, r.RequestURI, r.Header.Values("X-Custom"), body)
+		e.mu.Unlock()
+		if id == "holder" {
+			once.Do(func() { close(e.holding) })
+			<-e.release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":%q,"choices":[{"text":"ok"}]}`, id)
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *recordingEngine) request(id string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s, ok := e.got[id]
+	return s, ok
+}
+
+// parkedRequest is a completion as a client sends it, with a query, a
+// header of two values and a body, all of which must reach the engine as
+// sent.
+func parkedRequest(id string) string {
+	body := fmt.Sprintf(`{"prompt":"parked %s"}`, id)
+	return fmt.Sprintf("POST /v1/completions?x=1&y=%%20z HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nX-Custom: a\r\nX-Custom: b\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body)
+}
+
+// TestParkedRequests: requests that wait in the queue leave net/http while
+// they wait (a goroutine each, not net/http's two and their buffers), and
+// come back whole: each reaches the engine as its client sent it, is
+// answered on its connection, and the connection serves the client's
+// next request, a pipelined one included.
+func TestParkedRequests(t *testing.T) {
+	eng := newRecordingEngine(t)
+	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "64")
+	holder := make(chan result, 1)
+	go func() { holder <- post(t.Context(), http.DefaultClient, sg.proxy, "holder", "{}") }()
+	<-eng.holding
+	base := sg.metric("go_goroutines")
+
+	const parked = 40
+	conns := make([]net.Conn, parked)
+	readers := make([]*bufio.Reader, parked)
+	for i := range conns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(sg.proxy, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i], readers[i] = c, bufio.NewReader(c)
+		req := parkedRequest(fmt.Sprintf("p%d", i))
+		if i == 0 {
+			req += parkedRequest("p0-pipelined") // sent with the first
+		}
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "all queued", func() bool { return sg.metric("dynamo_request_queue") == parked })
+	// net/http would hold two goroutines a request (the handler's and its
+	// connection's background read); a parked one holds one.
+	if grew := sg.metric("go_goroutines") - base; grew > parked*3/2 {
+		t.Errorf("goroutines grew by %v for %d queued requests: they are not parked", grew, parked)
+	}
+
+	close(eng.release)
+	if h := <-holder; h.status != http.StatusOK {
+		t.Fatalf("holder: %d %v", h.status, h.err)
+	}
+	expectAnswer := func(i int, id string) {
+		t.Helper()
+		_ = conns[i].SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(readers[i], nil)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), fmt.Sprintf("%q", id)) {
+			t.Fatalf("%s: %d %s", id, resp.StatusCode, b)
+		}
+	}
+	for i := range conns {
+		expectAnswer(i, fmt.Sprintf("p%d", i))
+	}
+	expectAnswer(0, "p0-pipelined")
+	for i := range conns {
+		id := fmt.Sprintf("p%d-again", i)
+		if _, err := io.WriteString(conns[i], parkedRequest(id)); err != nil {
+			t.Fatal(err)
+		}
+		expectAnswer(i, id)
+	}
+	for _, id := range []string{"p0", "p7", "p39", "p0-pipelined", "p3-again"} {
+		got, ok := eng.request(id)
+		want := fmt.Sprintf(`POST /v1/completions?x=1&y=%%20z ["a" "b"] {"prompt":"parked %s"}`, id)
+		if !ok || got != want {
+			t.Errorf("the engine got %s as\n%s\nwant\n%s", id, got, want)
+		}
+	}
+	if n := sg.metric("slotgate_requests_total", "outcome", "admitted_queued"); n < parked {
+		t.Errorf("admitted_queued = %v, want at least %d", n, parked)
+	}
+	if n := sg.metric("dynamo_engine_request"); n != 0 {
+		t.Errorf("dynamo_engine_request = %v after every answer, want 0", n)
+	}
+}
+
+// TestParkedRequestTimesOut: a parked request whose queue delay passes is
+// answered with the overload error on its connection, which then serves
+// the client's next request.
+func TestParkedRequestTimesOut(t *testing.T) {
+	eng := newRecordingEngine(t)
+	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "4", "--queue-timeout", "200ms")
+	holder := make(chan result, 1)
+	go func() { holder <- post(t.Context(), http.DefaultClient, sg.proxy, "holder", "{}") }()
+	<-eng.holding
+	c, err := net.Dial("tcp", strings.TrimPrefix(sg.proxy, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	if _, err := io.WriteString(c, parkedRequest("late")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 529 || decodeError(t, string(b)).Error.Message == "" {
+		t.Fatalf("timed out: %d %s; want 529 with an error", resp.StatusCode, b)
+	}
+	if _, ok := eng.request("late"); ok {
+		t.Error("a request that timed out in the queue reached the engine")
+	}
+	close(eng.release)
+	<-holder
+	if _, err := io.WriteString(c, parkedRequest("next")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("next request on the connection: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	for _, o := range []string{"rejected_queue_expired", "admitted_direct"} {
+		if n := sg.metric("slotgate_requests_total", "outcome", o); n < 1 {
+			t.Errorf("%s = %v, want 1", o, n)
+		}
+	}
+}

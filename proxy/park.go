@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/slotgate/slotgate/engine"
+	"github.com/slotgate/slotgate/gate"
+)
+
+// A request that has to wait leaves net/http while it waits (parking):
+// its connection is taken (Hijack), the handler returns, and net/http's
+// goroutines and buffers go (some 15 KiB of the 19 a waiting request
+// held, BENCHMARKS.md). What is left is the request's bytes, the
+// exchange, and a goroutine parked in the netpoller on the client's
+// socket, which sees a client that leaves. Once the gate decides, the
+// connection goes back to the HTTP server (Relay.Resume) with the
+// request's bytes ahead of whatever the client sends next: net/http reads
+// the request again, and the handler, finding the connection parked,
+// goes on with the decision instead of asking the gate.
+
+// parkable reports whether r can be parked should it have to wait: a
+// plain HTTP/1.1 request whose body, of a declared length, is small
+// enough to hold, to a proxy whose connections can go back to the server.
+func (p *Proxy) parkable(r *http.Request) bool {
+	if p.relay == nil || p.relay.Resume == nil || p.gate.Policy() != nil || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
+		r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody) || len(r.TransferEncoding) > 0 ||
+		r.Header.Get("Expect") != "" || r.Header.Get("Upgrade") != "" {
+		return false
+	}
+	c, ok := r.Context().Value(connKey{}).(net.Conn)
+	if !ok {
+		return false
+	}
+	_, ok = c.(syscall.Conn) // its socket is watched while it waits
+	return ok
+}
+
+// parking is a parked request: the gate.Parker of an exchange.
+type parking struct {
+	ex   *exchange
+	conn net.Conn // the client's, taken from net/http
+	// ahead is what goes back to the server before the connection: the
+	// request, then what the client sent after it.
+	ahead []byte
+	left  atomic.Bool   // the watch saw the client leave
+	done  chan struct{} // closed when the watch ended
+	d     gate.Decision // the gate's, given by Resume
+}
+
+// Park takes the request's connection from net/http, once its body was
+// read whole (the gate settled the watch); the handler then returns.
+func (pk *parking) Park() bool {
+	ex := pk.ex
+	if !ex.watch.whole || ex.watch.err != nil {
+		return false
+	}
+	conn, brw, err := http.NewResponseController(ex.out.ResponseWriter).Hijack()
+	if err != nil {
+		return false
+	}
+	_ = conn.SetDeadline(time.Time{})
+	var next []byte // what the client sent after the request
+	pk.conn, next = unwrapAhead(conn, readAheadOf(brw.Reader))
+	pk.ahead = appendRequest(make([]byte, 0, 512+len(ex.watch.buf)+len(next)), ex.in, ex.watch.buf)
+	pk.ahead = append(pk.ahead, next...)
+	// The body now travels with the request's bytes: its budget goes
+	// back, and so do the request and net/http's writer.
+	ex.p.budget.give(ex.watch.held)
+	ex.watch = bodyWatch{ex: ex}
+	ex.out.ResponseWriter = nil
+	ex.slim()
+	return true
+}
+
+// appendRequest appends r as the server read it, with body, to b: the
+// request line with the request target as sent, Host, and the headers
+// (Content-Length among them; r has no Transfer-Encoding).
+func appendRequest(b []byte, r *http.Request, body []byte) []byte {
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = append(b, r.RequestURI...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, r.Host...)
+	b = append(b, "\r\n"...)
+	buf := bytes.NewBuffer(b)
+	_ = r.Header.Write(buf) // a bytes.Buffer never fails
+	buf.WriteString("\r\n")
+	buf.Write(body)
+	return buf.Bytes()
+}
+
+// Watch waits in the netpoller for the client's socket to be readable:
+// a close (or a reset) says the client left; bytes (a pipelined request)
+// say it is there, and end the watch.
+func (pk *parking) Watch(gone func()) {
+	pk.done = make(chan struct{})
+	go func() {
+		left := hungUp(pk.conn)
+		pk.left.Store(left)
+		close(pk.done) // before gone, which ends the wait, and so calls Unwatch
+		if left {
+			gone()
+		}
+	}()
+}
+
+// Unwatch ends the watch, and reports whether the client left.
+func (pk *parking) Unwatch() bool {
+	_ = pk.conn.SetReadDeadline(aLongTimeAgo) // wakes the watch
+	<-pk.done
+	_ = pk.conn.SetReadDeadline(time.Time{})
+	return pk.left.Load() || engine.PeerClosed(pk.conn)
+}
+
+// aLongTimeAgo is a deadline that has passed: it ends a wait at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Resume gives the connection back to the server, the request ahead of
+// it: the handler takes the parking there (resumed) and goes on with d.
+func (pk *parking) Resume(d gate.Decision) {
+	if pk.ex.Outcome == gate.CancelledQueued {
+		pk.endGone()
+		return
+	}
+	pk.d = d
+	c := &parkedConn{readAhead: readAhead{Conn: pk.conn, ahead: pk.ahead}}
+	c.pk.Store(pk)
+	pk.ahead, pk.conn = nil, nil
+	pk.ex.p.relay.Resume(c)
+}
+
+// hungUp waits for c's socket to be readable and reports whether its
+// peer closed or reset it; false when the wait ended (a deadline) or
+// bytes came.
+func hungUp(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	_ = raw.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case err == syscall.EAGAIN || err == syscall.EINTR:
+			return false // nothing yet: park in the netpoller
+		case err != nil || n == 0:
+			gone = true
+		}
+		return true
+	})
+	return gone
+}
+
+// parkedConn is a connection back from parking: the server reads the
+// request again from ahead, and its handler takes the parking (once).
+type parkedConn struct {
+	readAhead
+	pk atomic.Pointer[parking]
+}
+
+// take returns the parking, to the first caller only.
+func (c *parkedConn) take() *parking { return c.pk.Swap(nil) }
+
+// Close closes the connection. A parking the handler never took (the
+// server was shutting down and refused the connection) ends here: its
+// slot goes back and its access-log line is written.
+func (c *parkedConn) Close() error {
+	if pk := c.take(); pk != nil {
+		pk.abandon()
+	}
+	return c.readAhead.Close()
+}
+
+// endGone ends a parked exchange whose client left: there is nobody to
+// answer, so the connection closes, and the exchange ends as a refused
+// one whose client left does (StatusClientClosedRequest in the log).
+func (pk *parking) endGone() {
+	ex := pk.ex
+	_ = pk.conn.Close()
+	pk.ahead, pk.conn = nil, nil
+	ex.out.status = StatusClientClosedRequest
+	ex.p.end(ex, true, time.Now())
+}
+
+// abandon ends a parked exchange that was never resumed.
+func (pk *parking) abandon() {
+	ex := pk.ex
+	if pk.d.Admitted {
+		ex.Fail(gate.EngineError)
+		ex.p.log.Warn("parked request dropped: the server refused its connection back", zap.String("request_id", ex.ID))
+	}
+	ex.out.status = http.StatusServiceUnavailable
+	ex.p.end(ex, true, time.Now())
+}
+
+// resumed returns the parking of r's connection, if it comes back from
+// parking and its handler has not taken it yet.
+func resumed(r *http.Request) *parking {
+	c, ok := r.Context().Value(connKey{}).(*parkedConn)
+	if !ok {
+		return nil
+	}
+	return c.take()
+}
+
+// rebind gives a parked exchange its request again, as read back by the
+// server, and the ResponseWriter to answer it with.
+func (ex *exchange) rebind(w http.ResponseWriter, r *http.Request) {
+	ex.in, ex.r, ex.bytesIn = r, r, r.ContentLength
+	ex.line = requestLine{method: r.Method, path: r.URL.Path, proto: r.Proto, client: r.RemoteAddr}
+	ex.out = responseWriter{ResponseWriter: w, ex: ex}
+}
+
+var _ gate.Parker = (*parking)(nil)
