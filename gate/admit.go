@@ -172,7 +172,7 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 		case !errors.Is(err, limiter.ErrWouldWait):
 			return g.decided(g.withRead(g.refuseAcquire(ex, err, nil, false), read), ex)
 		}
-		if req.Park != nil {
+		if req.Park != nil && req.Park.Parkable() {
 			if !read {
 				// A parked request's body is read first: the adapter
 				// hands it on with the request.

@@ -11,10 +11,13 @@ import (
 
 // Parker is a protocol's way to let a request wait in the queue without
 // its goroutine, nor what that goroutine holds (HTTP/1: net/http's
-// buffers). The gate calls Park once the request would wait and its
-// Watch has read it; a request parked then waits as a limiter.Parked,
+// buffers). The gate calls Park once the request would wait, is
+// Parkable, and its Watch has read it; a request parked then waits as a limiter.Parked,
 // and the gate gives its decision to Resume.
 type Parker interface {
+	// Parkable reports whether the request could be parked, before
+	// anything of it is read: the gate then has the Watch read it first.
+	Parkable() bool
 	// Park takes the request off its goroutine; false says it cannot,
 	// and the request then waits as any other.
 	Park() bool

@@ -31,6 +31,8 @@ func (p *parker) record(s string) {
 	p.calls = append(p.calls, s)
 }
 
+func (p *parker) Parkable() bool { return true }
+
 func (p *parker) Park() bool {
 	p.record("park")
 	return !p.refuse

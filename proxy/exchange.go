@@ -56,6 +56,9 @@ type exchange struct {
 	// prompt is the estimate of a body held whole in memory, once made
 	// (heldPrompt).
 	prompt *estimate.Estimate
+	// park is the request's gate.Parker (park.go), here to cost no
+	// allocation to the requests that never wait.
+	park parking
 }
 
 // smallBody is the largest declared request body taken to have arrived with

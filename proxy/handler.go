@@ -29,8 +29,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ex.startBodyClock()
 	req := p.admissionRequest(ex)
-	if p.parkable(r) {
-		req.Park = &parking{ex: ex}
+	if p.relay != nil && p.relay.Resume != nil {
+		ex.park.ex = ex
+		req.Park = &ex.park
 	}
 	d := p.gate.Admit(r.Context(), &ex.Exchange, req)
 	if parked = d.Parked; parked {

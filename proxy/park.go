@@ -12,23 +12,27 @@ import (
 
 	"github.com/slotgate/slotgate/engine"
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/relay"
 )
 
 // A request that has to wait leaves net/http while it waits (parking):
 // its connection is taken (Hijack), the handler returns, and net/http's
-// goroutines and buffers go (some 15 KiB of the 19 a waiting request
-// held, BENCHMARKS.md). What is left is the request's bytes, the
-// exchange, and a goroutine parked in the netpoller on the client's
-// socket, which sees a client that leaves. Once the gate decides, the
+// goroutines and buffers go (most of the 19 KiB a waiting request held,
+// BENCHMARKS.md). What is left is the request's bytes and the exchange;
+// no goroutine waits: the relay's loop watches the client's socket, and
+// sees a client that leaves, and the limiter's grant starts a goroutine
+// (limiter.Park). Once the gate decides, the
 // connection goes back to the HTTP server (Relay.Resume) with the
 // request's bytes ahead of whatever the client sends next: net/http reads
 // the request again, and the handler, finding the connection parked,
 // goes on with the decision instead of asking the gate.
 
-// parkable reports whether r can be parked should it have to wait: a
-// plain HTTP/1.1 request whose body, of a declared length, is small
-// enough to hold, to a proxy whose connections can go back to the server.
-func (p *Proxy) parkable(r *http.Request) bool {
+// Parkable reports whether the request can be parked, now that it has to
+// wait: a plain HTTP/1.1 request whose body, of a declared length, is
+// small enough to hold, to a proxy whose connections can go back to the
+// server (the relay on).
+func (pk *parking) Parkable() bool {
+	p, r := pk.ex.p, pk.ex.in
 	if p.relay == nil || p.relay.Resume == nil || p.gate.Policy() != nil || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
 		r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody) || len(r.TransferEncoding) > 0 ||
 		r.Header.Get("Expect") != "" || r.Header.Get("Upgrade") != "" {
@@ -42,16 +46,16 @@ func (p *Proxy) parkable(r *http.Request) bool {
 	return ok
 }
 
-// parking is a parked request: the gate.Parker of an exchange.
+// parking is a parked request: the gate.Parker of an exchange, held in
+// it.
 type parking struct {
 	ex   *exchange
 	conn net.Conn // the client's, taken from net/http
 	// ahead is what goes back to the server before the connection: the
 	// request, then what the client sent after it.
 	ahead []byte
-	left  atomic.Bool   // the watch saw the client leave
-	done  chan struct{} // closed when the watch ended
-	d     gate.Decision // the gate's, given by Resume
+	watch *relay.Watched // nil: unwatched
+	d     gate.Decision  // the gate's, given by Resume
 }
 
 // Park takes the request's connection from net/http, once its body was
@@ -96,31 +100,24 @@ func appendRequest(b []byte, r *http.Request, body []byte) []byte {
 	return buf.Bytes()
 }
 
-// Watch waits in the netpoller for the client's socket to be readable:
-// a close (or a reset) says the client left; bytes (a pipelined request)
-// say it is there, and end the watch.
+// Watch has the relay watch the client's socket: a close or a reset
+// says the client left; bytes (a pipelined request) do not. Should the
+// relay refuse (it stopped: slotgate is shutting down), the request
+// waits unwatched, and a client that left is seen when it is decided.
 func (pk *parking) Watch(gone func()) {
-	pk.done = make(chan struct{})
-	go func() {
-		left := hungUp(pk.conn)
-		pk.left.Store(left)
-		close(pk.done) // before gone, which ends the wait, and so calls Unwatch
-		if left {
-			gone()
-		}
-	}()
+	w, err := pk.ex.p.relay.Loops.Watch(pk.conn, gone)
+	if err == nil {
+		pk.watch = w
+	}
 }
 
 // Unwatch ends the watch, and reports whether the client left.
 func (pk *parking) Unwatch() bool {
-	_ = pk.conn.SetReadDeadline(aLongTimeAgo) // wakes the watch
-	<-pk.done
-	_ = pk.conn.SetReadDeadline(time.Time{})
-	return pk.left.Load() || engine.PeerClosed(pk.conn)
+	if pk.watch != nil && pk.watch.Stop() {
+		return true
+	}
+	return engine.PeerClosed(pk.conn)
 }
-
-// aLongTimeAgo is a deadline that has passed: it ends a wait at once.
-var aLongTimeAgo = time.Unix(1, 0)
 
 // Resume gives the connection back to the server, the request ahead of
 // it: the handler takes the parking there (resumed) and goes on with d.
@@ -134,33 +131,6 @@ func (pk *parking) Resume(d gate.Decision) {
 	c.pk.Store(pk)
 	pk.ahead, pk.conn = nil, nil
 	pk.ex.p.relay.Resume(c)
-}
-
-// hungUp waits for c's socket to be readable and reports whether its
-// peer closed or reset it; false when the wait ended (a deadline) or
-// bytes came.
-func hungUp(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	gone := false
-	_ = raw.Read(func(fd uintptr) bool {
-		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case err == syscall.EAGAIN || err == syscall.EINTR:
-			return false // nothing yet: park in the netpoller
-		case err != nil || n == 0:
-			gone = true
-		}
-		return true
-	})
-	return gone
 }
 
 // parkedConn is a connection back from parking: the server reads the

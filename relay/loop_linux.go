@@ -153,9 +153,11 @@ type loop struct {
 	// batch of events to be handled.
 	mu       sync.Mutex
 	incoming []*stream
+	ops      []func() // watches to begin or end (Watch, Stop)
 	stopped  bool
-	closed   bool            // the descriptors are closed
-	streams  map[int]*stream // by both of their descriptors; the loop's
+	closed   bool             // the descriptors are closed
+	streams  map[int]*stream  // by both of their descriptors; the loop's
+	watched  map[int]*Watched // by descriptor; the loop's
 	gen      int32
 	buf      []byte // the loop's read buffer: one read at a time
 }
@@ -175,7 +177,7 @@ func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
 	l := &loop{epfd: epfd, ep: os.NewFile(uintptr(epfd), "relay-epoll"), poll: newPoller(), open: open, added: added,
-		streams: make(map[int]*stream), buf: make([]byte, readSize)}
+		streams: make(map[int]*stream), watched: make(map[int]*Watched), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		_ = l.ep.Close()
@@ -231,10 +233,25 @@ func (l *loop) add(st *stream) error {
 	l.open.Add(1)
 	l.added.Add(1)
 	l.incoming = append(l.incoming, st)
-	if len(l.incoming) == 1 { // else a wake is on its way
+	if len(l.incoming)+len(l.ops) == 1 { // else a wake is on its way
 		l.wakeLocked()
 	}
 	l.mu.Unlock()
+	return nil
+}
+
+// queue has the loop run f when it wakes, in the order queued, after the
+// streams added before; it fails once the loop stopped.
+func (l *loop) queue(f func()) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return ErrShutdown
+	}
+	l.ops = append(l.ops, f)
+	if len(l.incoming)+len(l.ops) == 1 {
+		l.wakeLocked()
+	}
 	return nil
 }
 
@@ -249,11 +266,14 @@ func (l *loop) takeIncoming(ended []ending) []ending {
 		}
 	}
 	l.mu.Lock()
-	incoming := l.incoming
-	l.incoming = nil
+	incoming, ops := l.incoming, l.ops
+	l.incoming, l.ops = nil, nil
 	l.mu.Unlock()
 	for _, st := range incoming {
 		ended = l.register(st, ended)
+	}
+	for _, f := range ops {
+		f()
 	}
 	return ended
 }
@@ -396,9 +416,12 @@ const parkLimit = time.Second
 func (l *loop) shutdown() {
 	l.mu.Lock()
 	l.stopped = true
-	incoming := l.incoming
-	l.incoming = nil
+	incoming, ops := l.incoming, l.ops
+	l.incoming, l.ops = nil, nil
 	l.mu.Unlock()
+	for _, f := range ops {
+		f() // a Stop waits for its own
+	}
 	var ended []ending
 	for fd, st := range l.streams {
 		if fd == st.efd {
@@ -447,7 +470,10 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	fd := int(ev.Fd)
 	st := l.streams[fd]
 	if st == nil || st.gen != ev.Pad {
-		return ended // a stream that ended in this batch
+		if w := l.watched[fd]; w != nil && w.gen == ev.Pad {
+			l.watchEvent(w, ev.Events)
+		}
+		return ended // a watched socket, or a stream that ended in this batch
 	}
 	defer l.cutOnPanic(st, ended, &out)
 	return l.event(st, fd, ev, ended)

@@ -27,3 +27,12 @@ func (*Relay) Open() int { return 0 }
 
 // Added is always 0.
 func (*Relay) Added() uint64 { return 0 }
+
+// Watched is unavailable off Linux.
+type Watched struct{}
+
+// Watch fails with ErrUnsupported.
+func (*Relay) Watch(net.Conn, func()) (*Watched, error) { return nil, ErrUnsupported }
+
+// Stop reports false.
+func (*Watched) Stop() bool { return false }
