@@ -30,8 +30,9 @@ const (
 	bigBatches = 20
 	// bigBytesPerQueued bounds the sidecar's resident memory growth per
 	// queued request. It is a leak guard, generous on purpose (a queued
-	// HTTP/1.1 request costs a few KiB of buffers and a goroutine stack,
-	// more under the race detector); it is not a claim about speed or size.
+	// HTTP/1.1 request waits parked, its bytes and its exchange: about 6
+	// KiB; more under the race detector); it is not a claim about speed or
+	// size.
 	bigBytesPerQueued = 64 << 10
 	// bigRaceFactor scales the guard under the race detector, whose shadow
 	// memory and per-goroutine state multiply resident memory (about 6x

@@ -142,7 +142,9 @@ func (ex *exchange) prepareBody() error {
 // the time the engine takes to see the abort.
 func (p *Proxy) finish(ex *exchange, parked *bool) {
 	v := recover()
-	if (ex.relayed || parked != nil && *parked) && v == nil {
+	// A parked exchange is another goroutine's from the moment it was
+	// parked: nothing of it is read here, ex.relayed included.
+	if (parked != nil && *parked || ex.relayed) && v == nil {
 		return
 	}
 	gone := ex.clientGone()
