@@ -14,6 +14,10 @@
 // waiting place and its prompt tokens (Request.Tokens) until FirstToken or
 // Release, whichever comes first.
 //
+// A request waits in AcquireRequest, on its caller's goroutine, or
+// parked (Park), with none: its grant, its deadline or its cancellation
+// is told once, on a goroutine started then. Both wait in one queue.
+//
 // Invariants, all kept under one mutex:
 //
 //   - Exact cap: an admission happens only while fewer than N hold a slot

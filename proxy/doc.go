@@ -20,6 +20,14 @@
 //     HTTP/1.1 server notices a departed client only once the body was
 //     read to its end, so reading it lets a client that leaves the queue
 //     be removed at once, and never forwarded.
+//   - A plain HTTP/1.1 request that has to wait, its body read whole,
+//     waits parked (park.go): its connection leaves net/http, the
+//     handler returns, and the connection comes back to the server with
+//     the request ahead of it once the gate decides; the handler that
+//     finds it there goes on with the same exchange. From the park to
+//     that handler, one goroutine at a time holds the exchange, and
+//     finish runs only in the second handler (or where the parking ends:
+//     a client that left, a connection the server refused).
 //   - After a slot is granted to a request that waited in the queue, its
 //     context and its client's socket are checked again, so a request whose client is
 //     gone never reaches the engine.

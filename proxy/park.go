@@ -21,11 +21,11 @@ import (
 // BENCHMARKS.md). What is left is the request's bytes and the exchange;
 // no goroutine waits: the relay's loop watches the client's socket, and
 // sees a client that leaves, and the limiter's grant starts a goroutine
-// (limiter.Park). Once the gate decides, the
-// connection goes back to the HTTP server (Relay.Resume) with the
-// request's bytes ahead of whatever the client sends next: net/http reads
-// the request again, and the handler, finding the connection parked,
-// goes on with the decision instead of asking the gate.
+// (limiter.Park). Once the gate decides, the connection goes back to the
+// HTTP server (Relay.Resume) with the request's bytes ahead of whatever
+// the client sends next: net/http reads the request again, and the
+// handler, finding the connection parked, goes on with the decision
+// instead of asking the gate.
 
 // Parkable reports whether the request can be parked, now that it has to
 // wait: a plain HTTP/1.1 request whose body, of a declared length, is
@@ -189,6 +189,7 @@ func resumed(r *http.Request) *parking {
 // server, and the ResponseWriter to answer it with.
 func (ex *exchange) rebind(w http.ResponseWriter, r *http.Request) {
 	ex.in, ex.r, ex.bytesIn = r, r, r.ContentLength
+	ex.bodyClock = false // the body came with the request, from memory
 	ex.line = requestLine{method: r.Method, path: r.URL.Path, proto: r.Proto, client: r.RemoteAddr}
 	ex.out = responseWriter{ResponseWriter: w, ex: ex}
 }

@@ -17,6 +17,9 @@
 // BENCHMARKS.md's run). The decoded body (the chunks' data) goes to the
 // stream's OnData as it passes, for token counting.
 //
+// A loop also watches connections held idle (Watch: a request parked
+// while it waits) for their peer's hang-up, in the same epoll set.
+//
 // Invariants:
 //   - a stream's sockets are used by its loop only, from Add until its
 //     Done; nothing else reads or writes them meanwhile;
