@@ -95,7 +95,7 @@ func takesTrailers(r *http.Request) bool {
 	for _, v := range r.Header["Te"] {
 		for part := range strings.SplitSeq(v, ",") {
 			name, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(name), "trailers") {
+			if asciiEqualFold(strings.TrimSpace(name), "trailers") {
 				return true
 			}
 		}

@@ -155,12 +155,13 @@ func dropHopHeaders(h http.Header) {
 	}
 }
 
-// headerHasToken reports whether one of values lists token, by the
-// comma-separated list rule, case aside.
+// headerHasToken reports whether one of values lists token, lower-case
+// ASCII, by the comma-separated list rule, ASCII case aside (as
+// ReverseProxy's rule: trailerſ is not trailers).
 func headerHasToken(values []string, token string) bool {
 	for _, v := range values {
 		for part := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(textproto.TrimString(part), token) {
+			if asciiEqualFold(textproto.TrimString(part), token) {
 				return true
 			}
 		}

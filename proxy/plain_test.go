@@ -80,6 +80,8 @@ func TestPlainPathMatchesReverseProxy(t *testing.T) {
 		{name: "a semicolon, re-encoded", method: http.MethodPost, query: "answer=json;a=b", body: "q"},
 		{name: "too many parameters, re-encoded", method: http.MethodPost, query: "answer=json" + strings.Repeat("&a=1", 10000), body: "q"},
 		{name: "just enough parameters", method: http.MethodPost, query: "answer=json" + strings.Repeat("&a=1", 9999), body: "q"},
+		{name: "TE trailerſ, a Unicode fold of trailers, is not TE: trailers", method: http.MethodPost, query: "answer=trailers", body: "t",
+			header: map[string]string{"Te": "trailerſ"}},
 	}
 	sides := map[string]func(*proxy.Options){
 		"plain": nil,

@@ -67,7 +67,7 @@ func upgradesToH2C(h http.Header) bool {
 	}
 	for _, v := range vs {
 		for p := range strings.SplitSeq(v, ",") {
-			if !strings.EqualFold(strings.TrimSpace(p), "h2c") {
+			if !asciiEqualFold(strings.TrimSpace(p), "h2c") {
 				return false
 			}
 		}

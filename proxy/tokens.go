@@ -113,7 +113,7 @@ func countable(resp *http.Response) bool {
 		return false
 	}
 	ce := resp.Header.Get("Content-Encoding")
-	return ce == "" || strings.EqualFold(ce, "identity")
+	return ce == "" || asciiEqualFold(ce, "identity")
 }
 
 // tokenBody counts the tokens of a response body as the proxy copies it
