@@ -248,11 +248,15 @@ func (l *loop) queue(f func()) error {
 	if l.stopped {
 		return ErrShutdown
 	}
+	l.queueLocked(f)
+	return nil
+}
+
+func (l *loop) queueLocked(f func()) {
 	l.ops = append(l.ops, f)
 	if len(l.incoming)+len(l.ops) == 1 {
 		l.wakeLocked()
 	}
-	return nil
 }
 
 // takeIncoming registers the streams handed over since the last call:

@@ -2,7 +2,7 @@ package relay
 
 import (
 	"net"
-	"sync/atomic"
+	"sync"
 	"syscall"
 )
 
@@ -10,21 +10,26 @@ import (
 // its owner holds it idle (a request that waits): no goroutine waits on
 // it. Bytes that come do not end the watch: only a close, a reset or an
 // error does.
+//
+// Stop does not wait for the loop (which may be parked, and slow to wake
+// on a busy machine): it takes the socket out of the set itself. Both the
+// loop and Stop touch the descriptor only under the watch's lock and
+// while its state is watching, so neither ever acts on a descriptor the
+// owner closed (and the system gave to another socket) after Stop.
 type Watched struct {
 	l    *loop
 	fd   int
-	gen  int32
+	gen  int32 // set on the loop, before the socket joins the set
 	gone func()
-	// state is watching, then fired (the loop saw the hang-up and took
-	// the socket out of its set) or stopping (Stop asked the loop to).
-	state   atomic.Int32
-	stopped chan struct{} // closed by the loop once a Stop is done
+
+	mu    sync.Mutex
+	state int // watching, then fired (the loop saw the hang-up) or stopped
 }
 
 const (
-	watching int32 = iota
+	watching = iota
 	fired
-	stopping
+	stopped
 )
 
 // Watch has a loop watch c's socket: gone is called once, on a goroutine
@@ -36,60 +41,82 @@ func (r *Relay) Watch(c net.Conn, gone func()) (*Watched, error) {
 		return nil, err
 	}
 	l := r.loops[int(r.next.Add(1))%len(r.loops)]
-	w := &Watched{l: l, fd: fd, gone: gone, stopped: make(chan struct{})}
+	w := &Watched{l: l, fd: fd, gone: gone}
 	return w, l.queue(func() { l.watchConn(w) })
 }
 
 // Stop ends the watch: once it returns, gone is not called (unless it
-// was already) and the socket is out of the loop's set. It reports
-// whether the peer hung up (gone was called). Call it once.
+// was already, or is being) and the socket is out of the loop's set. It
+// reports whether the peer hung up first (gone was called). Call it once.
 func (w *Watched) Stop() bool {
-	if !w.state.CompareAndSwap(watching, stopping) {
-		return true // fired: the loop took the socket out first
+	w.mu.Lock()
+	if w.state == fired {
+		w.mu.Unlock()
+		return true
 	}
-	if w.l.queue(func() { w.l.unwatch(w) }) != nil {
-		return false // the loop stopped: its set is gone
-	}
-	<-w.stopped
+	w.state = stopped
+	w.mu.Unlock()
+	w.l.drop(w)
 	return false
 }
 
-// watchConn adds w's socket to the set, on the loop.
+// drop takes w's socket out of the set, on Stop's goroutine, and has the
+// loop forget it. The set is only changed while the loop runs, so never
+// after its descriptor was closed. A socket not in the set yet (the loop
+// has not taken it) is not found, and the loop will not add it.
+func (l *loop) drop(w *Watched) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
+	l.queueLocked(func() { l.forget(w) })
+}
+
+// watchConn adds w's socket to the set, on the loop, unless Stop came
+// first.
 func (l *loop) watchConn(w *Watched) {
 	l.gen++
 	w.gen = l.gen
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != watching {
+		return
+	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | edgeTriggered, Fd: int32(w.fd), Pad: w.gen}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, w.fd, &ev); err != nil {
 		// No watch: say so at once, as a hang-up would (the owner then
 		// looks at the socket itself).
-		l.hungUp(w)
+		w.state = fired
+		go w.gone()
 		return
 	}
 	l.watched[w.fd] = w
 }
 
-// watchEvent acts on an event of a watched socket: a hang-up fires it.
+// watchEvent acts on an event of a watched socket: a hang-up fires it,
+// unless Stop came first.
 func (l *loop) watchEvent(w *Watched, events uint32) {
 	if events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0 {
 		return
 	}
-	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
-	delete(l.watched, w.fd)
-	l.hungUp(w)
-}
-
-// hungUp fires w, whose socket is out of the set, unless it is stopping.
-func (l *loop) hungUp(w *Watched) {
-	if w.state.CompareAndSwap(watching, fired) {
+	w.mu.Lock()
+	fire := w.state == watching
+	if fire {
+		w.state = fired
+		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
+	}
+	w.mu.Unlock()
+	if fire {
+		l.forget(w)
 		go w.gone() // the owner's work, off the loop
 	}
 }
 
-// unwatch takes w's socket out of the set, on the loop, and tells Stop.
-func (l *loop) unwatch(w *Watched) {
+// forget drops w from the loop's table; the socket left the set already.
+func (l *loop) forget(w *Watched) {
 	if l.watched[w.fd] == w {
-		_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
 		delete(l.watched, w.fd)
 	}
-	close(w.stopped)
 }

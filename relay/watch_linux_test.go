@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -14,6 +15,7 @@ import (
 // watches nothing.
 func TestWatch(t *testing.T) {
 	r, stop := startRelay(t, 1)
+	fds := openFDs(t)
 	tests := []struct {
 		name string
 		// before and during play the peer (a) before the watch begins
@@ -79,6 +81,13 @@ func TestWatch(t *testing.T) {
 			}
 		})
 	}
+	// Each watch's duplicate descriptor is closed once the watch ends.
+	for deadline := time.Now().Add(wait); openFDs(t) != fds; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open after the watches ended, %d before", openFDs(t), fds)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	_, b := tcpPair(t)
 	stop()
 	if _, err := r.Watch(b, func() {}); !errors.Is(err, ErrShutdown) {
@@ -89,6 +98,16 @@ func TestWatch(t *testing.T) {
 // quiet is how long a test waits to see that nothing happens: the loop
 // acts on an event within microseconds.
 const quiet = 100 * time.Millisecond
+
+// openFDs counts the process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
 
 func closeConn(t *testing.T, c net.Conn) {
 	t.Helper()
