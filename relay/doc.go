@@ -29,7 +29,10 @@
 //     panics has them closed for it); Add that fails calls nothing;
 //   - a loop's table and epoll set are its own: Add only queues a stream
 //     and wakes the loop, so a stream's start never waits for a batch of
-//     events, nor a batch for a start;
+//     events, nor a batch for a start; the one exception is a watch's
+//     Stop, which deletes its socket from the set itself (under the
+//     loop's lock, while the loop runs), so that it never waits for a
+//     parked loop to wake;
 //   - the engine is read only while the client has taken every byte read
 //     before (back-pressure): a stream holds at most one read's worth of
 //     bytes the client has not taken;
