@@ -144,7 +144,7 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 	defer cancel()
 	tick := time.NewTicker(idlePoll)
 	defer tick.Stop()
-	for s := a.lims.Stats(); s.Holding+s.Waiting > 0; s = a.lims.Stats() {
+	for s := a.lims.Stats(); s.Holding+s.Waiting+a.proxy.Resuming() > 0; s = a.lims.Stats() {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():

@@ -192,3 +192,55 @@ func TestParkedRequestTimesOut(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedBodiesHoldTheBudget: a parked request's body stays in memory,
+// so it keeps its share of --max-buffered-body-bytes while it waits: a
+// second body that does not fit beside it waits unread, on its goroutine,
+// and both are served once the engine frees up.
+func TestParkedBodiesHoldTheBudget(t *testing.T) {
+	eng := newRecordingEngine(t)
+	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "4",
+		"--max-buffered-body-bytes", "1000")
+	holder := make(chan result, 1)
+	go func() { holder <- post(t.Context(), http.DefaultClient, sg.proxy, "holder", "{}") }()
+	<-eng.holding
+	send := func(id string) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", strings.TrimPrefix(sg.proxy, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		body := fmt.Sprintf(`{"prompt":%q}`, strings.Repeat("x", 600))
+		fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body)
+		return c, bufio.NewReader(c)
+	}
+	base := sg.metric("go_goroutines")
+	a, ra := send("a")
+	eventually(t, "a queued", func() bool { return sg.metric("dynamo_request_queue") == 1 })
+	afterA := sg.metric("go_goroutines")
+	b, rb := send("b")
+	eventually(t, "b queued", func() bool { return sg.metric("dynamo_request_queue") == 2 })
+	afterB := sg.metric("go_goroutines")
+	// a is parked (no goroutine); b's body did not fit beside a's, so b
+	// waits on net/http's goroutines, its body unread.
+	if afterA-base >= 1 || afterB-afterA < 1 {
+		t.Errorf("goroutines %v, then %v with a queued, %v with b: want a parked and b not (its body over the budget)", base, afterA, afterB)
+	}
+	close(eng.release)
+	<-holder
+	for _, tc := range []struct {
+		c  net.Conn
+		r  *bufio.Reader
+		id string
+	}{{a, ra, "a"}, {b, rb, "b"}} {
+		_ = tc.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(tc.r, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.id, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: status %d", tc.id, resp.StatusCode)
+		}
+	}
+}

@@ -65,9 +65,13 @@ func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, tokens int64,
 // parkedDecision decides for a parked request what the limiter told: p,
 // or err; gone says its client left.
 func (g *Gate) parkedDecision(ex *Exchange, p *limiter.Permit, err error, gone, chosen bool) Decision {
-	if err == nil && gone {
-		// Granted, but the client left meanwhile: never send it.
-		p.Release()
+	if gone {
+		// The client left: a slot granted meanwhile is handed on, and
+		// its departure wins over a queue timeout that came with it, as
+		// for a request waiting on its goroutine.
+		if p != nil {
+			p.Release()
+		}
 		err = context.Canceled
 	}
 	var d Decision

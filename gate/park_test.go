@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
@@ -179,4 +180,33 @@ type freeOnPark struct {
 func (p *freeOnPark) Park() bool {
 	p.free()
 	return p.parker.Park()
+}
+
+// TestParkedTimeoutAfterClientLeft: a parked request whose queue delay
+// passes after its client left (the watch had not told yet) ends as
+// cancelled_queued, not as a timeout answered to nobody: the client's
+// departure wins, as for a request waiting on its goroutine.
+func TestParkedTimeoutAfterClientLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, lim, _ := newGate(t, limiter.Options{Slots: 1, QueueLen: 1, QueueTimeout: time.Second}, nil)
+		var holder, waiter gate.Exchange
+		if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+			t.Fatalf("holder: %+v", d)
+		}
+		pk := newParker()
+		pk.gone = true
+		if d := g.Admit(context.Background(), &waiter, gate.Request{Park: pk}); !d.Parked {
+			t.Fatalf("Admit = %+v, want parked", d)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if d := <-pk.resumed; d.Admitted || waiter.Outcome != gate.CancelledQueued {
+			t.Fatalf("resumed with %+v, outcome %s; want cancelled_queued", d, waiter.Outcome)
+		}
+		g.Finish(&waiter, true)
+		g.Finish(&holder, false)
+		if s := lim.Stats(); s.Holding != 0 || s.Waiting != 0 {
+			t.Errorf("after both finished: %+v", s)
+		}
+	})
 }

@@ -30,11 +30,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.startBodyClock()
 	req := p.admissionRequest(ex)
 	if p.relay != nil && p.relay.Resume != nil {
-		ex.park.ex = ex
+		ex.park.ex, ex.park.parked = ex, &parked
 		req.Park = &ex.park
 	}
 	d := p.gate.Admit(r.Context(), &ex.Exchange, req)
-	if parked = d.Parked; parked {
+	if parked {
 		return // the exchange is the parking's now (park.go)
 	}
 	p.serveDecided(ex, d)
@@ -143,8 +143,15 @@ func (ex *exchange) prepareBody() error {
 func (p *Proxy) finish(ex *exchange, parked *bool) {
 	v := recover()
 	// A parked exchange is another goroutine's from the moment it was
-	// parked: nothing of it is read here, ex.relayed included.
-	if (parked != nil && *parked || ex.relayed) && v == nil {
+	// parked: nothing of it is read here, ex.relayed included, and a
+	// panic after the park (the parking ends the exchange) goes on.
+	if parked != nil && *parked {
+		if v != nil {
+			panic(v)
+		}
+		return
+	}
+	if ex.relayed && v == nil {
 		return
 	}
 	gone := ex.clientGone()

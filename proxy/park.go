@@ -56,6 +56,10 @@ type parking struct {
 	ahead []byte
 	watch *relay.Watched // nil: unwatched
 	d     gate.Decision  // the gate's, given by Resume
+	// parked is the first handler's: Park sets it, on that handler's
+	// goroutine, so that its finish leaves the exchange alone from then
+	// on, a panic included.
+	parked *bool
 }
 
 // Park takes the request's connection from net/http, once its body was
@@ -74,10 +78,11 @@ func (pk *parking) Park() bool {
 	pk.conn, next = unwrapAhead(conn, readAheadOf(brw.Reader))
 	pk.ahead = appendRequest(make([]byte, 0, 512+len(ex.watch.buf)+len(next)), ex.in, ex.watch.buf)
 	pk.ahead = append(pk.ahead, next...)
-	// The body now travels with the request's bytes: its budget goes
-	// back, and so do the request and net/http's writer.
-	ex.p.budget.give(ex.watch.held)
-	ex.watch = bodyWatch{ex: ex}
+	*pk.parked = true
+	// The body now travels with the request's bytes: the watch's copy
+	// goes, its budget stays held until the exchange ends (the body is
+	// still in memory), and the request and net/http's writer go.
+	ex.watch = bodyWatch{ex: ex, held: ex.watch.held}
 	ex.out.ResponseWriter = nil
 	ex.slim()
 	return true
@@ -130,6 +135,7 @@ func (pk *parking) Resume(d gate.Decision) {
 	c := &parkedConn{readAhead: readAhead{Conn: pk.conn, ahead: pk.ahead}}
 	c.pk.Store(pk)
 	pk.ahead, pk.conn = nil, nil
+	pk.ex.p.resuming.Add(1) // until a handler takes it: see Resuming
 	pk.ex.p.relay.Resume(c)
 }
 
@@ -141,7 +147,13 @@ type parkedConn struct {
 }
 
 // take returns the parking, to the first caller only.
-func (c *parkedConn) take() *parking { return c.pk.Swap(nil) }
+func (c *parkedConn) take() *parking {
+	pk := c.pk.Swap(nil)
+	if pk != nil {
+		pk.ex.p.resuming.Add(-1)
+	}
+	return pk
+}
 
 // Close closes the connection. A parking the handler never took (the
 // server was shutting down and refused the connection) ends here: its
@@ -172,7 +184,7 @@ func (pk *parking) abandon() {
 		ex.p.log.Warn("parked request dropped: the server refused its connection back", zap.String("request_id", ex.ID))
 	}
 	ex.out.status = http.StatusServiceUnavailable
-	ex.p.end(ex, true, time.Now())
+	ex.p.end(ex, false, time.Now()) // nothing was sent: no abort grace
 }
 
 // resumed returns the parking of r's connection, if it comes back from

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -94,6 +95,9 @@ type Proxy struct {
 	// variable is read: slotgate's own module sets no //go:debug default
 	// (a program embedding the proxy with one would differ).
 	reencodeQueries bool
+	// resuming counts the parked requests decided and handed back to the
+	// server whose handler has not taken them yet (park.go).
+	resuming atomic.Int64
 }
 
 // New checks opts and returns a Proxy.
@@ -186,6 +190,13 @@ func (p *Proxy) StartDraining() { p.gate.StartDraining() }
 
 // Draining reports whether StartDraining was called.
 func (p *Proxy) Draining() bool { return p.gate.Draining() }
+
+// Resuming is the number of parked requests that left the limiter
+// (granted, or refused: a queue timeout) and are on their way back to
+// the HTTP server, whose handler has not taken them yet. A shutdown
+// waits for them as for the limiter's: the server does not know them
+// until then, and a Shutdown begun meanwhile would close them unanswered.
+func (p *Proxy) Resuming() int { return int(p.resuming.Load()) }
 
 // PoolSize is the number of idle keep-alive connections to keep to the
 // engine: one for every request that may be in flight or about to be.

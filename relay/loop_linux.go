@@ -424,7 +424,7 @@ func (l *loop) shutdown() {
 	l.incoming, l.ops = nil, nil
 	l.mu.Unlock()
 	for _, f := range ops {
-		f() // a Stop waits for its own
+		f() // the watches' (a Watch begun, a Stop's table entry)
 	}
 	var ended []ending
 	for fd, st := range l.streams {

@@ -86,10 +86,9 @@ func (l *loop) watchConn(w *Watched) {
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | edgeTriggered, Fd: int32(w.fd), Pad: w.gen}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, w.fd, &ev); err != nil {
-		// No watch: say so at once, as a hang-up would (the owner then
-		// looks at the socket itself).
-		w.state = fired
-		go w.gone()
+		// No room in the set (ENOSPC, ENOMEM): the socket goes
+		// unwatched, and Stop reports no hang-up; its owner looks at the
+		// socket itself then.
 		return
 	}
 	l.watched[w.fd] = w
