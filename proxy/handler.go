@@ -20,8 +20,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := p.newExchange(w, r)
-	parked := false
-	defer p.finish(ex, &parked)
+	defer p.finish(ex, true)
 	if p.passthrough[r.URL.Path] {
 		ex.Outcome = gate.Passthrough
 		p.forward(ex)
@@ -30,11 +29,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.startBodyClock()
 	req := p.admissionRequest(ex)
 	if p.relay != nil && p.relay.Resume != nil {
-		ex.park.ex, ex.park.parked = ex, &parked
+		ex.park.ex = ex
 		req.Park = &ex.park
 	}
 	d := p.gate.Admit(r.Context(), &ex.Exchange, req)
-	if parked {
+	if ex.park.parked {
 		return // the exchange is the parking's now (park.go)
 	}
 	p.serveDecided(ex, d)
@@ -46,7 +45,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) serveResumed(pk *parking, w http.ResponseWriter, r *http.Request) {
 	ex := pk.ex
 	ex.rebind(w, r)
-	defer p.finish(ex, nil)
+	defer p.finish(ex, false)
 	d := pk.d
 	d.Watched = false
 	p.serveDecided(ex, d)
@@ -131,8 +130,9 @@ func (ex *exchange) prepareBody() error {
 	return nil
 }
 
-// finish runs last for every request but a parked one (parked: the
-// parking ends it, resumed or abandoned). It settles the outcome of a request
+// finish runs last for every request but a parked one: first says it
+// runs in the handler that admitted the request, which leaves a parked
+// exchange to the parking (resumed or abandoned). It settles the outcome of a request
 // cut short by a panic (httputil.ReverseProxy panics with
 // http.ErrAbortHandler when a stream breaks after its headers were sent),
 // ends the exchange at the gate (flight, slot, lifecycle, report) and
@@ -140,12 +140,12 @@ func (ex *exchange) prepareBody() error {
 // connection as it should. A request the first-token watchdog aborted
 // gives its slot back as one whose client left: after the abort grace,
 // the time the engine takes to see the abort.
-func (p *Proxy) finish(ex *exchange, parked *bool) {
+func (p *Proxy) finish(ex *exchange, first bool) {
 	v := recover()
 	// A parked exchange is another goroutine's from the moment it was
-	// parked: nothing of it is read here, ex.relayed included, and a
+	// parked: nothing else of it is read here, ex.relayed included, and a
 	// panic after the park (the parking ends the exchange) goes on.
-	if parked != nil && *parked {
+	if first && ex.park.parked {
 		if v != nil {
 			panic(v)
 		}

@@ -56,10 +56,10 @@ type parking struct {
 	ahead []byte
 	watch *relay.Watched // nil: unwatched
 	d     gate.Decision  // the gate's, given by Resume
-	// parked is the first handler's: Park sets it, on that handler's
-	// goroutine, so that its finish leaves the exchange alone from then
-	// on, a panic included.
-	parked *bool
+	// parked is set by Park, on the first handler's goroutine, and never
+	// written again: that handler's finish reads it to leave the exchange
+	// alone from then on, a panic included.
+	parked bool
 }
 
 // Park takes the request's connection from net/http, once its body was
@@ -78,7 +78,7 @@ func (pk *parking) Park() bool {
 	pk.conn, next = unwrapAhead(conn, readAheadOf(brw.Reader))
 	pk.ahead = appendRequest(make([]byte, 0, 512+len(ex.watch.buf)+len(next)), ex.in, ex.watch.buf)
 	pk.ahead = append(pk.ahead, next...)
-	*pk.parked = true
+	pk.parked = true
 	// The body now travels with the request's bytes: the watch's copy
 	// goes, its budget stays held until the exchange ends (the body is
 	// still in memory), and the request and net/http's writer go.
