@@ -70,11 +70,10 @@ func parkedRequest(id string) string {
 // next request, a pipelined one included.
 func TestParkedRequests(t *testing.T) {
 	eng := newRecordingEngine(t)
-	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "64")
+	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "64", "--enable-profiling")
 	holder := make(chan result, 1)
 	go func() { holder <- post(t.Context(), http.DefaultClient, sg.proxy, "holder", "{}") }()
 	<-eng.holding
-	base := sg.metric("go_goroutines")
 
 	const parked = 40
 	conns := make([]net.Conn, parked)
@@ -95,11 +94,11 @@ func TestParkedRequests(t *testing.T) {
 		}
 	}
 	eventually(t, "all queued", func() bool { return sg.metric("dynamo_request_queue") == parked })
-	// net/http would hold two goroutines a request (the handler's and its
-	// connection's background read); a parked one holds none (the relay's
-	// loop watches its client).
-	if grew := sg.metric("go_goroutines") - base; grew > parked/4 {
-		t.Errorf("goroutines grew by %v for %d queued requests: they are not parked", grew, parked)
+	// A request waiting on its goroutine holds a handler in the limiter's
+	// wait (and net/http's background read beside it); a parked one holds
+	// no goroutine (the relay's loop watches its client).
+	if n := waitingHandlers(t, sg); n != 0 {
+		t.Errorf("%d of %d queued requests wait on a goroutine: they are not parked", n, parked)
 	}
 
 	close(eng.release)
@@ -200,7 +199,7 @@ func TestParkedRequestTimesOut(t *testing.T) {
 func TestParkedBodiesHoldTheBudget(t *testing.T) {
 	eng := newRecordingEngine(t)
 	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "4",
-		"--max-buffered-body-bytes", "1000")
+		"--max-buffered-body-bytes", "1000", "--enable-profiling")
 	holder := make(chan result, 1)
 	go func() { holder <- post(t.Context(), http.DefaultClient, sg.proxy, "holder", "{}") }()
 	<-eng.holding
@@ -214,17 +213,17 @@ func TestParkedBodiesHoldTheBudget(t *testing.T) {
 		fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body)
 		return c, bufio.NewReader(c)
 	}
-	base := sg.metric("go_goroutines")
 	a, ra := send("a")
 	eventually(t, "a queued", func() bool { return sg.metric("dynamo_request_queue") == 1 })
-	afterA := sg.metric("go_goroutines")
+	if n := waitingHandlers(t, sg); n != 0 {
+		t.Errorf("with a queued, %d requests wait on a goroutine; want a parked", n)
+	}
 	b, rb := send("b")
 	eventually(t, "b queued", func() bool { return sg.metric("dynamo_request_queue") == 2 })
-	afterB := sg.metric("go_goroutines")
-	// a is parked (no goroutine); b's body did not fit beside a's, so b
-	// waits on net/http's goroutines, its body unread.
-	if afterA-base >= 1 || afterB-afterA < 1 {
-		t.Errorf("goroutines %v, then %v with a queued, %v with b: want a parked and b not (its body over the budget)", base, afterA, afterB)
+	// b's body did not fit beside a's: b waits on its goroutine, its body
+	// unread.
+	if n := waitingHandlers(t, sg); n != 1 {
+		t.Errorf("with a and b queued, %d requests wait on a goroutine; want 1, b (its body over the budget)", n)
 	}
 	close(eng.release)
 	<-holder
@@ -243,4 +242,16 @@ func TestParkedBodiesHoldTheBudget(t *testing.T) {
 			t.Errorf("%s: status %d", tc.id, resp.StatusCode)
 		}
 	}
+}
+
+// waitingHandlers counts the goroutines waiting in the limiter for a
+// slot, in the sidecar's goroutine profile (--enable-profiling): one per
+// request that waits on its goroutine, none for a parked one.
+func waitingHandlers(t *testing.T, sg *sidecar) int {
+	t.Helper()
+	code, body := get(t, sg.admin+"/debug/pprof/goroutine?debug=2")
+	if code != http.StatusOK {
+		t.Fatalf("goroutine profile: %d %s", code, body)
+	}
+	return strings.Count(body, "limiter.(*Limiter).wait(")
 }
