@@ -103,9 +103,11 @@ func serialize(buf *bytes.Buffer, req *http.Request) error {
 		return err
 	}
 	// Request.Write refuses a body longer than its length rather than
-	// cut it: so does this path.
-	var extra [1]byte
-	if k, _ := body.Read(extra[:]); k > 0 {
+	// cut it: so does this path. The probe reads into the buffer's spare
+	// room, not kept: a byte array of its own would be allocated (it
+	// escapes through the Read call) for every request with a body.
+	buf.Grow(1)
+	if k, _ := body.Read(buf.AvailableBuffer()[:1]); k > 0 {
 		return fmt.Errorf("engine: request body longer than its ContentLength %d", n)
 	}
 	return nil
