@@ -19,6 +19,13 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
+// connOf returns r's client connection, as the server accepted it; nil
+// without the ConnContext hook.
+func connOf(r *http.Request) net.Conn {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	return c
+}
+
 // clientLeft reports whether r's client is known to be gone: its context
 // ended, or its connection was closed by the peer though net/http has not
 // read that yet.
@@ -33,6 +40,6 @@ func clientLeft(r *http.Request) bool {
 	if r.Context().Err() != nil {
 		return true
 	}
-	c, ok := r.Context().Value(connKey{}).(net.Conn)
-	return ok && engine.PeerClosed(c)
+	c := connOf(r)
+	return c != nil && engine.PeerClosed(c)
 }

@@ -38,11 +38,7 @@ func (pk *parking) Parkable() bool {
 		r.Header.Get("Expect") != "" || r.Header.Get("Upgrade") != "" {
 		return false
 	}
-	c, ok := r.Context().Value(connKey{}).(net.Conn)
-	if !ok {
-		return false
-	}
-	_, ok = c.(syscall.Conn) // its socket is watched while it waits
+	_, ok := connOf(r).(syscall.Conn) // its socket is watched while it waits
 	return ok
 }
 
@@ -190,7 +186,7 @@ func (pk *parking) abandon() {
 // resumed returns the parking of r's connection, if it comes back from
 // parking and its handler has not taken it yet.
 func resumed(r *http.Request) *parking {
-	c, ok := r.Context().Value(connKey{}).(*parkedConn)
+	c, ok := connOf(r).(*parkedConn)
 	if !ok {
 		return nil
 	}
