@@ -114,8 +114,13 @@ func newClasses(opts []Class) ([]class, []error) {
 	return cs, errs
 }
 
-// badClass is the error for a Request.Class out of range.
-func (l *Limiter) badClass(i int) error {
+// classErr refuses a Request.Class out of range, wrapping ErrBadClass;
+// nil for one in range, or for any class of an unlimited limiter, which
+// ignores it.
+func (l *Limiter) classErr(i int) error {
+	if uint(i) < uint(len(l.classes)) || l.unlimited {
+		return nil
+	}
 	return fmt.Errorf("%w: class %d of %d", ErrBadClass, i, len(l.classes))
 }
 

@@ -191,21 +191,17 @@ func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 // with an error wrapping ErrBadClass; then a context that has already
 // ended is refused with ctx.Err(). Neither is counted.
 func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, error) {
-	if uint(req.Class) >= uint(len(l.classes)) && !l.unlimited {
-		return nil, l.badClass(req.Class)
+	if err := l.classErr(req.Class); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
 	t := requestTokens(req)
-	switch v := l.admitLocked(req.Class, t); v {
-	case granted:
+	if v := l.admitLocked(req.Class, t); v != waits {
 		l.mu.Unlock()
-		return l.grantedDirect(t), nil
-	case refused, refusedTokens:
-		l.mu.Unlock()
-		return nil, l.refusal(v, req.Class)
+		return l.atOnce(v, req.Class, t)
 	}
 	w := l.enqueueLocked(req, t, nil)
 	l.mu.Unlock()
@@ -224,20 +220,17 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, err
 // before waiting (a cancellable context, a body read) tries first, and
 // prepares only when it would wait.
 func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
-	if uint(req.Class) >= uint(len(l.classes)) && !l.unlimited {
-		return nil, l.badClass(req.Class)
+	if err := l.classErr(req.Class); err != nil {
+		return nil, err
 	}
 	l.mu.Lock()
 	t := requestTokens(req)
 	v := l.admitLocked(req.Class, t)
 	l.mu.Unlock()
-	switch v {
-	case granted:
-		return l.grantedDirect(t), nil
-	case refused, refusedTokens:
-		return nil, l.refusal(v, req.Class)
+	if v == waits {
+		return nil, ErrWouldWait
 	}
-	return nil, ErrWouldWait
+	return l.atOnce(v, req.Class, t)
 }
 
 // verdict is what admitLocked decided for a request that has just arrived.
@@ -306,22 +299,20 @@ func (l *Limiter) roomLocked() bool {
 	return l.holding < l.slots && l.prefilling < l.waitLimit
 }
 
-// grantedDirect counts a slot taken at arrival by a request of t tokens
-// and returns its permit.
-func (l *Limiter) grantedDirect(t int64) *Permit {
-	l.admittedDirect.Add(1)
-	return &Permit{l: l, tokens: t}
-}
-
-// refusal counts a request of class cls refused at arrival and returns
-// the error of verdict v.
-func (l *Limiter) refusal(v verdict, cls int) error {
-	if v == refusedTokens {
+// atOnce answers a request of class cls and t tokens that does not
+// wait, by admitLocked's verdict v, outside the lock: the permit of a
+// slot taken at arrival, or the error of its refusal; either is counted.
+func (l *Limiter) atOnce(v verdict, cls int, t int64) (*Permit, error) {
+	switch v {
+	case granted:
+		l.admittedDirect.Add(1)
+		return &Permit{l: l, tokens: t}, nil
+	case refusedTokens:
 		l.classes[cls].rejectedTokens.Add(1)
-		return ErrQueueTokens
+		return nil, ErrQueueTokens
 	}
 	l.classes[cls].rejectedFull.Add(1)
-	return ErrQueueFull
+	return nil, ErrQueueFull
 }
 
 // onQueued calls f for a waiter that has just entered the queue. Should f

@@ -20,19 +20,16 @@ import (
 // waits. A parked request and one waiting in AcquireRequest share one
 // queue, in one order.
 func (l *Limiter) Park(req Request, then func(*Permit, error)) (*Parked, *Permit, error) {
-	if uint(req.Class) >= uint(len(l.classes)) && !l.unlimited {
-		return nil, nil, l.badClass(req.Class)
+	if err := l.classErr(req.Class); err != nil {
+		return nil, nil, err
 	}
 	pk := &Parked{l: l, then: then}
 	l.mu.Lock()
 	t := requestTokens(req)
-	switch v := l.admitLocked(req.Class, t); v {
-	case granted:
+	if v := l.admitLocked(req.Class, t); v != waits {
 		l.mu.Unlock()
-		return nil, l.grantedDirect(t), nil
-	case refused, refusedTokens:
-		l.mu.Unlock()
-		return nil, nil, l.refusal(v, req.Class)
+		p, err := l.atOnce(v, req.Class, t)
+		return nil, p, err
 	}
 	// The timer is armed before the request is queued, under the lock:
 	// a grant made as it is queued (enqueueLocked may grant a newcomer)
