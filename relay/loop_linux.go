@@ -233,11 +233,17 @@ func (l *loop) add(st *stream) error {
 	l.open.Add(1)
 	l.added.Add(1)
 	l.incoming = append(l.incoming, st)
-	if len(l.incoming)+len(l.ops) == 1 { // else a wake is on its way
-		l.wakeLocked()
-	}
+	l.wakeForFirstLocked()
 	l.mu.Unlock()
 	return nil
+}
+
+// wakeForFirstLocked wakes the loop for what was just handed over, if it
+// is the first thing waiting: else a wake is on its way.
+func (l *loop) wakeForFirstLocked() {
+	if len(l.incoming)+len(l.ops) == 1 {
+		l.wakeLocked()
+	}
 }
 
 // queue has the loop run f when it wakes, in the order queued, after the
@@ -254,9 +260,7 @@ func (l *loop) queue(f func()) error {
 
 func (l *loop) queueLocked(f func()) {
 	l.ops = append(l.ops, f)
-	if len(l.incoming)+len(l.ops) == 1 {
-		l.wakeLocked()
-	}
+	l.wakeForFirstLocked()
 }
 
 // takeIncoming registers the streams handed over since the last call:
