@@ -29,11 +29,12 @@ import (
 
 // Parkable reports whether the request can be parked, now that it has to
 // wait: a plain HTTP/1.1 request whose body, of a declared length, is
-// small enough to hold, to a proxy whose connections can go back to the
-// server (the relay on).
+// small enough to hold. The rest of the rule is the callers': ServeHTTP
+// offers parking only when connections can go back to the server (the
+// relay on), and the gate asks only without a policy.
 func (pk *parking) Parkable() bool {
 	p, r := pk.ex.p, pk.ex.in
-	if p.relay == nil || p.relay.Resume == nil || p.gate.Policy() != nil || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
+	if r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
 		r.ContentLength < 0 || r.ContentLength > min(smallBody, p.maxBody) || len(r.TransferEncoding) > 0 ||
 		r.Header.Get("Expect") != "" || r.Header.Get("Upgrade") != "" {
 		return false
