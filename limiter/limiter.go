@@ -233,6 +233,26 @@ func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 	return l.atOnce(v, req.Class, t)
 }
 
+// Refuses is TryAcquire for a caller that can neither hold a slot nor
+// wait where it stands (slotgate's front end, before net/http has the
+// request): when TryAcquire would refuse the request, it counts the
+// refusal as TryAcquire does and returns its error; otherwise it returns
+// nil and changes nothing, and the caller asks again the usual way.
+func (l *Limiter) Refuses(req Request) error {
+	if err := l.classErr(req.Class); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	t := requestTokens(req)
+	v := l.verdictLocked(req.Class, t)
+	l.mu.Unlock()
+	if v == granted || v == waits {
+		return nil
+	}
+	_, err := l.atOnce(v, req.Class, t)
+	return err
+}
+
 // verdict is what admitLocked decided for a request that has just arrived.
 type verdict uint8
 
@@ -248,10 +268,18 @@ const (
 // It neither locks nor unlocks: its callers do both, so the lock's extent
 // reads off each caller.
 func (l *Limiter) admitLocked(cls int, t int64) verdict {
-	if l.waiting == 0 && l.roomLocked() && l.fitsLocked(t) {
+	v := l.verdictLocked(cls, t)
+	if v == granted {
 		l.holding++
 		l.prefilling++
 		l.prefillTokens += t
+	}
+	return v
+}
+
+// verdictLocked is admitLocked's verdict, taking nothing.
+func (l *Limiter) verdictLocked(cls int, t int64) verdict {
+	if l.waiting == 0 && l.roomLocked() && l.fitsLocked(t) {
 		return granted
 	}
 	c := &l.classes[cls]

@@ -68,3 +68,63 @@ func TestTryAcquire(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestRefuses: Refuses takes nothing when a slot is free or the request
+// would wait, and changes no counter then; with the queue or its class
+// full it refuses as TryAcquire does, counted the same.
+func TestRefuses(t *testing.T) {
+	l := newLimiter(t, limiter.Options{Slots: 1, QueueLen: 1,
+		Classes: []limiter.Class{{Name: "a", Quantum: 1}}})
+	unchanged := func(when string, before limiter.Stats) {
+		t.Helper()
+		if after := l.Stats(); after.Holding != before.Holding || after.Waiting != before.Waiting ||
+			after.AdmittedDirect != before.AdmittedDirect || after.RejectedFull != before.RejectedFull {
+			t.Errorf("%s: Refuses changed the limiter: %+v, then %+v", when, before, after)
+		}
+	}
+	before := l.Stats()
+	if err := l.Refuses(limiter.Request{}); err != nil {
+		t.Fatalf("free slot: Refuses = %v, want nil", err)
+	}
+	unchanged("free slot", before)
+
+	held, err := l.TryAcquire(limiter.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	before = l.Stats()
+	if err := l.Refuses(limiter.Request{}); err != nil {
+		t.Fatalf("slot held, queue empty: Refuses = %v, want nil", err)
+	}
+	unchanged("room in the queue", before)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	queued, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		_, err := l.AcquireRequest(ctx, limiter.Request{OnQueued: func() { close(queued) }})
+		done <- err
+	}()
+	<-queued
+	before = l.Stats()
+	for _, tc := range []struct {
+		name  string
+		class int
+		want  error
+	}{
+		{"queue full", 0, limiter.ErrQueueFull},
+		{"bad class", 3, limiter.ErrBadClass},
+	} {
+		if err := l.Refuses(limiter.Request{Class: tc.class}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: Refuses = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if got := l.Stats(); got.RejectedFull != before.RejectedFull+1 || got.Waiting != 1 || got.Holding != 1 {
+		t.Errorf("after a refusal: %+v, want RejectedFull %d, 1 waiting, 1 holding", got, before.RejectedFull+1)
+	}
+	cancel()
+	<-done
+	if err := l.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+}
