@@ -1,0 +1,117 @@
+package gate_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/slotgate/slotgate/admission"
+	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/limiter"
+)
+
+// TestRefuseAtOnce: where Admit would refuse at once, RefuseAtOnce refuses
+// with the same outcome and the Observer hears the same; where Admit would
+// admit or queue, it changes nothing.
+func TestRefuseAtOnce(t *testing.T) {
+	tests := []struct {
+		name           string
+		draining, busy bool
+		held, queued   int // slots taken, places in the queue taken (Slots 1, QueueLen 1)
+		want           gate.Outcome
+	}{
+		{name: "draining", draining: true, want: gate.RejectedDraining},
+		{name: "busy", busy: true, want: gate.RejectedBusy},
+		{name: "queue full", held: 1, queued: 1, want: gate.RejectedCapacity},
+		{name: "slot free", want: ""},
+		{name: "room in the queue", held: 1, want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The same state twice: Admit decides on one gate, RefuseAtOnce on the other.
+			var obs [2]*observed
+			var lims [2]*limiter.Limiter
+			var gates [2]*gate.Gate
+			for i := range 2 {
+				gates[i], lims[i], obs[i] = newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, func(o *gate.Options) {
+					o.Busy = func() bool { return tc.busy }
+				})
+				fill(t, lims[i], tc.held, tc.queued)
+				if tc.draining {
+					gates[i].StartDraining()
+				}
+			}
+			before := lims[1].Stats()
+			var ex gate.Exchange
+			if got := gates[1].RefuseAtOnce(&ex); got != (tc.want != "") || ex.Outcome != tc.want {
+				t.Fatalf("RefuseAtOnce = %v, outcome %q; want %q", got, ex.Outcome, tc.want)
+			}
+			if tc.want == "" {
+				if after := lims[1].Stats(); after.Holding != before.Holding || after.Waiting != before.Waiting || obs[1].received != 0 {
+					t.Errorf("not refused, yet the gate changed: %+v, then %+v, %d received", before, after, obs[1].received)
+				}
+				return
+			}
+			gates[1].Finish(&ex, false)
+			var adm gate.Exchange
+			d := gates[0].Admit(context.Background(), &adm, gate.Request{})
+			gates[0].Finish(&adm, false)
+			if d.Admitted || adm.Outcome != tc.want {
+				t.Fatalf("Admit: %+v, outcome %s; the table wants %s", d, adm.Outcome, tc.want)
+			}
+			if obs[0].received != obs[1].received || !slices.Equal(obs[0].decided, obs[1].decided) ||
+				!slices.Equal(obs[0].reports(), obs[1].reports()) {
+				t.Errorf("the Observer heard %+v from RefuseAtOnce, %+v from Admit", obs[1], obs[0])
+			}
+			if a, b := lims[0].Stats(), lims[1].Stats(); a.RejectedFull != b.RejectedFull {
+				t.Errorf("refusals counted: %d by RefuseAtOnce, %d by Admit", b.RejectedFull, a.RejectedFull)
+			}
+		})
+	}
+}
+
+// fill takes held slots and queued places of lim, until the test ends.
+func fill(t *testing.T, lim *limiter.Limiter, held, queued int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for range held {
+		p, err := lim.TryAcquire(limiter.Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Release)
+	}
+	for range queued {
+		in := make(chan struct{})
+		go func() { _, _ = lim.AcquireRequest(ctx, limiter.Request{OnQueued: func() { close(in) }}) }()
+		<-in
+	}
+}
+
+// TestRefuseAtOnceLeavesRequestsItCannotJudge: a classifier, limits per
+// rank or a token limit read the request, so the gate never refuses it
+// before it is read, even with the queue full.
+func TestRefuseAtOnceLeavesRequestsItCannotJudge(t *testing.T) {
+	tests := []struct {
+		name string
+		lo   limiter.Options
+		edit func(*gate.Options)
+	}{
+		{name: "policy", lo: limiter.Options{Slots: 1, Classes: []limiter.Class{{Name: "a", Quantum: 1}}},
+			edit: func(o *gate.Options) {
+				o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
+			}},
+		{name: "token limit", lo: limiter.Options{Slots: 1, PrefillTokenLimit: 100}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, lim, obs := newGate(t, tc.lo, tc.edit)
+			fill(t, lim, 1, 0)
+			var ex gate.Exchange
+			if g.RefuseAtOnce(&ex) || ex.Outcome != "" || obs.received != 0 {
+				t.Errorf("RefuseAtOnce refused (%q, %d received), want it left to Admit", ex.Outcome, obs.received)
+			}
+		})
+	}
+}
