@@ -74,6 +74,9 @@ var rules = []rule{
 	// The JSON plumbing of the admin APIs (load/busy, admin/limits): the
 	// standard library only, so that those may import it.
 	{pkg: "internal/jsonapi", stdlibOnly: true},
+	// The HTTP grammar checked on raw bytes, by the listener and the
+	// proxy's early refusals: a leaf.
+	{pkg: "internal/httpsyntax", stdlibOnly: true},
 	// load is the vocabulary every load package shares (a count and its
 	// source, a rank's load): the standard library only, so that the
 	// standard-library-only load packages may import it.

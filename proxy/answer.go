@@ -29,6 +29,8 @@ type answer struct {
 	// The header values, rendered once. net/http copies the values of a
 	// handler's headers when it sends them, so they are never written to.
 	reasonV, lengthV, retryAfterV []string
+	// statusLine is net/http's HTTP/1.1 status line, for RefuseEarly.
+	statusLine string
 }
 
 // errorBody is OpenAI's error shape.
@@ -49,7 +51,7 @@ func newAnswer(status int, typ, message, reason, retryAfter string) answer {
 	}
 	body = append(body, '\n')
 	a := answer{status: status, reason: reason, body: body, retryAfter: retryAfter,
-		reasonV: []string{reason}, lengthV: []string{strconv.Itoa(len(body))}}
+		reasonV: []string{reason}, lengthV: []string{strconv.Itoa(len(body))}, statusLine: httpStatusLine(status)}
 	if retryAfter != "" {
 		a.retryAfterV = []string{retryAfter}
 	}
@@ -129,7 +131,7 @@ func (a *answer) write(ex *exchange) {
 	h["Content-Length"] = a.lengthV
 	h[ReasonHeader] = a.reasonV
 	h[requestIDHeader] = []string{ex.ID}
-	if v := a.retryAfterValue(ex); v != nil {
+	if v := a.retryAfterValue(ex.p); v != nil {
 		h["Retry-After"] = v
 	}
 	if ex.bodyPending {
@@ -141,10 +143,10 @@ func (a *answer) write(ex *exchange) {
 
 // retryAfterValue is a's Retry-After: the gate's paced hint for an
 // overload answer when the gate paces it, else the fixed one; nil for none.
-func (a *answer) retryAfterValue(ex *exchange) []string {
+func (a *answer) retryAfterValue(p *Proxy) []string {
 	if a.paced {
-		if d := ex.p.gate.RetryAfter(); d > 0 {
-			return ex.p.answers.retryValues[min(int(d/time.Second), len(ex.p.answers.retryValues)-1)]
+		if d := p.gate.RetryAfter(); d > 0 {
+			return p.answers.retryValues[min(int(d/time.Second), len(p.answers.retryValues)-1)]
 		}
 	}
 	return a.retryAfterV
@@ -167,19 +169,26 @@ func (a *answers) rendered(status int, typ, message, reason string, paced bool) 
 // refusal becomes an HTTP status. A client that left gets no answer, only
 // nginx's 499 in the access log.
 func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
-	a := &p.answers
-	var ans *answer
-	switch ex.Outcome {
-	case gate.CancelledQueued:
+	if ex.Outcome == gate.CancelledQueued {
 		ex.out.status = StatusClientClosedRequest
 		return
+	}
+	p.answers.of(ex.Outcome, d.Message).write(ex)
+}
+
+// of is the answer to a refusal of outcome o; message is the
+// classifier's own, for rejected_policy, rejected_rate_limited and
+// rejected_bad_request, or empty.
+func (a *answers) of(o gate.Outcome, message string) *answer {
+	var ans *answer
+	switch o {
 	case gate.RejectedRateLimited:
-		r := a.rendered(http.StatusTooManyRequests, "RateLimited", d.Message, "rate_limited", false)
+		r := a.rendered(http.StatusTooManyRequests, "RateLimited", message, "rate_limited", false)
 		ans = &r
 	case gate.RejectedPolicy:
 		ans = &a.policy
-		if d.Message != "" {
-			r := a.rendered(a.overloadStatus, "Overloaded", d.Message, "policy", true)
+		if message != "" {
+			r := a.rendered(a.overloadStatus, "Overloaded", message, "policy", true)
 			ans = &r
 		}
 	case gate.RejectedCapacity:
@@ -200,10 +209,10 @@ func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 		ans = &a.bodyTimeout
 	default: // gate.RejectedBadRequest
 		ans = &a.badRequest
-		if d.Message != "" {
-			r := a.rendered(http.StatusBadRequest, "invalid_request_error", d.Message, "bad_request", false)
+		if message != "" {
+			r := a.rendered(http.StatusBadRequest, "invalid_request_error", message, "bad_request", false)
 			ans = &r
 		}
 	}
-	ans.write(ex)
+	return ans
 }

@@ -90,6 +90,7 @@ type Proxy struct {
 	errLog      *log.Logger // httputil.ReverseProxy's
 	buffers     *bufferPool
 	ids         *gate.IDs
+	dates       dates // of early answers (early.go)
 	// reencodeQueries: GODEBUG sets urlmaxqueryparams, under which
 	// ReverseProxy re-encodes every query (see queryKept). Only the
 	// variable is read: slotgate's own module sets no //go:debug default

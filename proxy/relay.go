@@ -197,6 +197,7 @@ func (rs *relayed) done(res relay.Result) {
 	}
 	ex.p.end(ex, res.ClientGone, time.Now())
 	if res.Ended && rs.keep {
+		answeredOutside(rs.conn)
 		ex.p.relay.Resume(rs.resumable())
 		return
 	}
@@ -241,6 +242,28 @@ func unwrapAhead(c net.Conn, ahead []byte) (net.Conn, []byte) {
 type readAhead struct {
 	net.Conn
 	ahead []byte
+}
+
+// NetConn returns the connection under c, for the listener's count of
+// answers (command/strict_early.go).
+func (c *readAhead) NetConn() net.Conn { return c.Conn }
+
+// answeredOutside tells the connection under c's wrappers, when it
+// counts the answers it was given (the proxy port's listener does, for
+// its early answers), that an answer went to it outside net/http: the
+// relay's.
+func answeredOutside(c net.Conn) {
+	for {
+		switch x := c.(type) {
+		case interface{ AnsweredOutside() }:
+			x.AnsweredOutside()
+			return
+		case interface{ NetConn() net.Conn }:
+			c = x.NetConn()
+		default:
+			return
+		}
+	}
 }
 
 func (c *readAhead) Read(p []byte) (int, error) {
