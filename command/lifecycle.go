@@ -49,7 +49,7 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	defer cancel()
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 4)
-	wg.Go(func() { serveErr <- serve(a.proxyServer, newStrictListener(ls.proxy, a.proxyServer.MaxHeaderBytes)) })
+	wg.Go(func() { serveErr <- serve(a.proxyServer, newStrictListener(ls.proxy, a.proxyServer, a.proxy)) })
 	wg.Go(func() { serveErr <- serve(a.adminServer, ls.admin) })
 	if ls.grpc != nil {
 		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc, a.drain.begun) })

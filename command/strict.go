@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/slotgate/slotgate/internal/httpsyntax"
 	"github.com/slotgate/slotgate/proxy"
 )
 
@@ -57,13 +59,24 @@ type strictListener struct {
 	// bufs holds the read buffers of connections that have nothing
 	// buffered: a connection waiting for its answer, or idle, holds
 	// none, which matters with thousands of queued requests.
-	bufs *sync.Pool
+	bufs  *sync.Pool
+	early earlyRefuser // nil: every request goes to net/http
+	idle  time.Duration
 }
 
-func newStrictListener(ln net.Listener, maxHeaderBytes int) net.Listener {
+// newStrictListener frames the connections that srv serves from ln. With
+// early set, it answers the requests that early refuses at once itself
+// (strict_early.go), and sets srv.ConnState to learn when net/http owes a
+// connection no answer.
+func newStrictListener(ln net.Listener, srv *http.Server, early earlyRefuser) net.Listener {
 	// net/http reads up to MaxHeaderBytes plus 4096 bytes of slack.
-	return strictListener{Listener: ln, maxHead: maxHeaderBytes + 4096,
+	l := strictListener{Listener: ln, maxHead: srv.MaxHeaderBytes + 4096,
 		bufs: &sync.Pool{New: func() any { b := make([]byte, 0, inBufSize); return &b }}}
+	if early != nil {
+		l.early, l.idle = early, srv.IdleTimeout
+		srv.ConnState = countAnswers(srv.ConnState)
+	}
+	return l
 }
 
 func (l strictListener) Accept() (net.Conn, error) {
@@ -71,7 +84,7 @@ func (l strictListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs}, nil
+	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs, earlyState: earlyState{early: l.early, idle: l.idle}}, nil
 }
 
 // stage is where a connection's framing stands.
@@ -115,6 +128,8 @@ type strictConn struct {
 
 	mu sync.Mutex
 	st stage
+
+	earlyState
 }
 
 // head is what a request head says about its framing.
@@ -126,6 +141,10 @@ type head struct {
 	chunked            bool
 	upgrade            bool
 	bad                string // why the head is refused; "" when it is not
+	// held says the request line was held back with the rest of the
+	// head, for an early answer: start is where the head begins in in.
+	held  bool
+	start int
 }
 
 func (c *strictConn) stage() stage {
@@ -141,6 +160,11 @@ func (c *strictConn) setStage(s stage) {
 }
 
 func (c *strictConn) Read(p []byte) (int, error) {
+	if c.watched() {
+		if err := c.holdNext(); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		if c.ready > 0 {
 			n := copy(p, c.in[:c.ready])
@@ -394,7 +418,7 @@ func chunkSize(line []byte) (int64, bool) {
 // everything after it are never given to net/http.
 func (c *strictConn) refuse(status int, message, reason string) {
 	synthetic := make([]byte, 0, 128+len(message))
-	if c.head.lines == 0 { // its request line was not given: one of its own
+	if c.head.lines == 0 || c.head.held { // its request line was not given: one of its own
 		synthetic = append(synthetic, "GET / HTTP/1.1\r\n"...)
 	}
 	synthetic = append(synthetic, "Host: slotgate\r\n"+proxy.RefusedHeader+": "...)
@@ -452,7 +476,12 @@ func (c *strictConn) headLine(line []byte) {
 	h := &c.head
 	if h.lines == 0 {
 		*h = head{lines: 1, http10: bytes.HasSuffix(line, []byte(" HTTP/1.0"))}
+		if c.mayHold(len(line)) {
+			h.held, h.start = true, c.scan-len(line)-2
+			return
+		}
 		c.ready = c.scan
+		c.given++
 		return
 	}
 	h.lines++
@@ -465,7 +494,7 @@ func (c *strictConn) headLine(line []byte) {
 		return
 	}
 	name, value, ok := bytes.Cut(line, []byte(":"))
-	if !ok || !validName(name) {
+	if !ok || !httpsyntax.Token(name) {
 		h.note("a malformed header line")
 		return
 	}
@@ -512,6 +541,12 @@ func (c *strictConn) endHead() {
 		c.refuse(http.StatusBadRequest, "Malformed request: "+h.bad, "bad_request")
 		return
 	}
+	if h.held && c.answerEarly() {
+		return
+	}
+	if h.held {
+		c.given++
+	}
 	c.ready = c.scan
 	h.lines = 0
 	switch {
@@ -523,19 +558,6 @@ func (c *strictConn) endHead() {
 	default:
 		c.setStage(c.afterBody())
 	}
-}
-
-// validName reports whether b is an HTTP token, as a header name must be.
-func validName(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, ch := range b {
-		if ch <= ' ' || ch >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), ch) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func asciiFold(b []byte, s string) bool { return len(b) == len(s) && bytes.EqualFold(b, []byte(s)) }

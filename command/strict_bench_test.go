@@ -28,7 +28,7 @@ func BenchmarkStrictListener(b *testing.B) {
 			}), MaxHeaderBytes: 1 << 20}
 			served := ln
 			if strict {
-				served = newStrictListener(ln, srv.MaxHeaderBytes)
+				served = newStrictListener(ln, srv, nil)
 			}
 			go func() { _ = srv.Serve(served) }()
 			defer srv.Close()

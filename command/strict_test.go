@@ -35,7 +35,7 @@ func strictServer(t testing.TB) string {
 		ReadHeaderTimeout: 5 * time.Second,
 		MaxHeaderBytes:    8 << 10,
 	}
-	go func() { _ = srv.Serve(newStrictListener(ln, srv.MaxHeaderBytes)) }()
+	go func() { _ = srv.Serve(newStrictListener(ln, srv, nil)) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
 }

@@ -1,0 +1,187 @@
+package command
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Early answers: under an overload storm most requests are refused, and
+// net/http's work for each (its request and header map, a response
+// writer, a background read, deadlines) costs more than the refusal
+// itself. So the listener offers each plain request to an earlyRefuser
+// (proxy.Proxy.RefuseEarly) before net/http sees it, and writes the
+// answer itself when the gate refuses the request at once; every other
+// request goes to net/http as before.
+//
+// An early answer must not overtake one net/http owes: a connection
+// answers in order. So a head is held back for an early answer only
+// when net/http owes the connection nothing, which it knows by counting:
+// given, the heads that went to net/http, against answered, the times
+// net/http said the connection was idle again (http.StateIdle, after each
+// answer on a connection kept alive). Between requests net/http waits
+// for the next one in a read of this connection, with its idle deadline
+// set; the early answers are written in that read, which goes on to the
+// next request. The first request of a connection always goes to
+// net/http: its read is net/http's header read, under the header
+// deadline, not the idle one. A connection that leaves net/http (a
+// relayed stream, a parked request) may be served back under another
+// connection value (proxy.Resume): net/http's answers are counted
+// through the wrapper, and the relay tells of the answers it wrote
+// (AnsweredOutside). Only a head that came whole, with its whole body, is
+// held: a partial head goes to net/http as before, its request line
+// first, so that net/http's header deadline runs for it.
+
+// earlyRefuser answers at once, from its raw head, a request that it
+// refuses; see proxy.Proxy.RefuseEarly.
+type earlyRefuser interface {
+	RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, bool)
+}
+
+// earlyState is what a connection keeps for early answers.
+type earlyState struct {
+	early earlyRefuser  // nil: none
+	idle  time.Duration // the server's idle timeout, renewed by early answers
+	// given counts the heads that went to net/http (reads only);
+	// answered, net/http's answers (countAnswers, on its connection's
+	// goroutine).
+	given    int64
+	answered atomic.Int64
+	// idleUntil is the read deadline an early answer last set.
+	idleUntil time.Time
+}
+
+// countAnswers wraps a server's ConnState hook, next, to count the
+// answers net/http finished on each strict connection, served as
+// accepted or served again under a wrapper (proxy.Resume).
+func countAnswers(next func(net.Conn, http.ConnState)) func(net.Conn, http.ConnState) {
+	return func(c net.Conn, s http.ConnState) {
+		if s == http.StateIdle {
+			if sc := strictUnder(c); sc != nil {
+				sc.answered.Add(1)
+			}
+		}
+		if next != nil {
+			next(c, s)
+		}
+	}
+}
+
+// strictUnder returns the strict connection under c's wrappers (those
+// with a NetConn method, as tls.Conn has), or nil.
+func strictUnder(c net.Conn) *strictConn {
+	for {
+		switch x := c.(type) {
+		case *strictConn:
+			return x
+		case interface{ NetConn() net.Conn }:
+			c = x.NetConn()
+		default:
+			return nil
+		}
+	}
+}
+
+// AnsweredOutside counts an answer that went to the connection outside
+// net/http: a relayed stream's, which the proxy tells before it serves
+// the connection again.
+func (c *strictConn) AnsweredOutside() { c.answered.Add(1) }
+
+// mayHold reports whether the request line just framed, n bytes without
+// its CRLF, may be held with its head for an early answer: nothing is
+// waiting to go to net/http before it, net/http has answered every
+// request it was given (one at least), and the whole head is here.
+func (c *strictConn) mayHold(n int) bool {
+	return c.early != nil && c.ready == c.scan-n-2 && c.given > 0 && c.given == c.answered.Load() &&
+		bytes.Contains(c.in[c.scan-2:], []byte("\r\n\r\n"))
+}
+
+// watched reports whether net/http holds the whole of the one request
+// it serves and owes its answer, and nothing more is buffered: a read
+// then is net/http's watch of the connection while it serves (its
+// background read, which looks for the client leaving).
+func (c *strictConn) watched() bool {
+	return c.early != nil && c.ready == 0 && len(c.in) == 0 && c.head.lines == 0 &&
+		c.given == c.answered.Load()+1 && c.stage() == stHead
+}
+
+// holdNext serves net/http's watch: it keeps what the client sends next
+// (a request a client sends as soon as it has its answer, which it may
+// have before net/http ends the watch), so that the request is framed
+// once net/http asks for it, after its answer, and may be answered early.
+// It returns the read's error: net/http ending its watch (a deadline in
+// the past), or the client gone with nothing sent. It returns nil when
+// what came must go to net/http now: the client sent a whole buffer's
+// worth, or sent and left.
+func (c *strictConn) holdNext() error {
+	for len(c.in) < inBufSize {
+		if c.in == nil {
+			c.pooled = c.bufs.Get().(*[]byte)
+			c.in = *c.pooled
+		}
+		n, err := c.Conn.Read(c.in[len(c.in):cap(c.in)])
+		c.in = c.in[:len(c.in)+n]
+		switch {
+		case err == nil:
+		case isTimeout(err) || len(c.in) == 0:
+			if len(c.in) == 0 {
+				c.freeIn()
+			}
+			return err
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// answerEarly offers the held head, checked, to early, when its body is
+// here whole. On an answer it writes it, drops the request and returns
+// true; the next head is framed as if the request had never come.
+func (c *strictConn) answerEarly() bool {
+	h := &c.head
+	end := int64(c.scan) + h.contentLength
+	if h.chunked || h.upgrade || h.http10 || end > int64(len(c.in)) {
+		return false
+	}
+	ans, ok := c.early.RefuseEarly(c.in[h.start:c.scan], c.Conn.RemoteAddr(), c.in[len(c.in):len(c.in)])
+	if !ok {
+		return false
+	}
+	if _, err := c.Conn.Write(ans); err != nil {
+		// The client is gone: net/http's read fails as a client gone.
+		c.setStage(stDead)
+		return true
+	}
+	c.in = c.in[:h.start+copy(c.in[h.start:], c.in[end:])]
+	c.scan, h.lines, h.held = h.start, 0, false
+	if len(c.in) == 0 {
+		c.freeIn()
+	}
+	c.keepIdle()
+	return true
+}
+
+// keepIdle renews the idle deadline net/http set for the read an early
+// answer is written in, so that a client refused again and again is not
+// cut off as idle. It renews it when half of it has run: a deadline
+// costs a timer's reset.
+func (c *strictConn) keepIdle() {
+	if c.idle <= 0 {
+		return
+	}
+	now := time.Now()
+	if c.idleUntil.Sub(now) > c.idle/2 {
+		return
+	}
+	c.idleUntil = now.Add(c.idle)
+	_ = c.Conn.SetReadDeadline(c.idleUntil)
+}

@@ -1,0 +1,239 @@
+package command
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pathRefuser is an earlyRefuser that refuses the requests whose path
+// begins with /refuse, and records every head it was offered.
+type pathRefuser struct {
+	mu      sync.Mutex
+	offered []string // request lines
+}
+
+func (r *pathRefuser) RefuseEarly(head []byte, _ net.Addr, dst []byte) ([]byte, bool) {
+	line, _, _ := bytes.Cut(head, []byte("\r\n"))
+	r.mu.Lock()
+	r.offered = append(r.offered, string(line))
+	r.mu.Unlock()
+	_, rest, _ := bytes.Cut(line, []byte(" "))
+	path, _, _ := bytes.Cut(rest, []byte(" "))
+	if !bytes.HasPrefix(path, []byte("/refuse")) {
+		return dst, false
+	}
+	dst = append(dst, "HTTP/1.1 529 early\r\nX-Path: "...)
+	dst = append(dst, path...)
+	return append(dst, "\r\nContent-Length: 0\r\n\r\n"...), true
+}
+
+func (r *pathRefuser) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.offered...)
+}
+
+// pipeListener hands out the server ends of in-memory connections: a
+// write returns once the server has read it whole, so that a test
+// decides exactly which bytes each of the server's reads finds.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// earlyServer serves, behind a strict listener with early answers from
+// r, a handler that answers 200 with the request's path in X-Path. It
+// returns a dialer of in-memory connections and the states the server's
+// own ConnState hook saw, which countAnswers must pass on.
+func earlyServer(t *testing.T, r earlyRefuser, idle time.Duration) (dial func() (net.Conn, *bufio.Reader), closed <-chan struct{}) {
+	t.Helper()
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("X-Path", r.URL.Path)
+			w.Header().Set("Content-Length", "0")
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    8 << 10,
+	}
+	gone := make(chan struct{}, 16)
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			gone <- struct{}{}
+		}
+	}
+	ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	go func() { _ = srv.Serve(newStrictListener(ln, srv, r)) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return func() (net.Conn, *bufio.Reader) {
+		client, server := net.Pipe()
+		ln.conns <- server
+		t.Cleanup(func() { _ = client.Close() })
+		_ = client.SetDeadline(time.Now().Add(10 * time.Second))
+		return client, bufio.NewReader(client)
+	}, gone
+}
+
+func post(path string) string {
+	return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+}
+
+// answers reads n answers and returns "status path" of each.
+func answers(t *testing.T, br *bufio.Reader, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v (had %q)", len(got)+1, err, got)
+		}
+		_ = resp.Body.Close()
+		got = append(got, resp.Status[:3]+" "+resp.Header.Get("X-Path"))
+	}
+	return got
+}
+
+func send(t *testing.T, c net.Conn, raw string) {
+	t.Helper()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEarlyAnswers: a connection's first request goes to net/http; once
+// net/http owes nothing, each whole request is offered, a refused one
+// answered by the listener and the others served by net/http, in the
+// order they came, and the connection lives on.
+func TestEarlyAnswers(t *testing.T) {
+	r := &pathRefuser{}
+	dial, _ := earlyServer(t, r, time.Minute)
+	c, br := dial()
+	var got []string
+	for _, path := range []string{"/refuse-first", "/refuse-1", "/ok", "/refuse-2", "/refuse-3", "/ok-2"} {
+		send(t, c, post(path))
+		got = append(got, answers(t, br, 1)...)
+	}
+	want := []string{"200 /refuse-first", "529 /refuse-1", "200 /ok", "529 /refuse-2", "529 /refuse-3", "200 /ok-2"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	offered := []string{"POST /refuse-1 HTTP/1.1", "POST /ok HTTP/1.1", "POST /refuse-2 HTTP/1.1", "POST /refuse-3 HTTP/1.1", "POST /ok-2 HTTP/1.1"}
+	if got := r.lines(); strings.Join(got, ", ") != strings.Join(offered, ", ") {
+		t.Errorf("offered %q, want %q", got, offered)
+	}
+}
+
+// TestEarlyAnswersKeepOrder: requests pipelined behind one net/http
+// serves go to net/http too, an early answer never overtaking an answer
+// net/http owes; refused requests that come together are answered
+// together, in order.
+func TestEarlyAnswersKeepOrder(t *testing.T) {
+	r := &pathRefuser{}
+	dial, _ := earlyServer(t, r, time.Minute)
+	c, br := dial()
+	send(t, c, post("/first"))
+	answers(t, br, 1)
+	send(t, c, post("/ok")+post("/refuse-behind")+post("/refuse-behind-2"))
+	got := answers(t, br, 3)
+	send(t, c, post("/refuse-1")+post("/refuse-2")+post("/ok-after"))
+	got = append(got, answers(t, br, 3)...)
+	want := []string{"200 /ok", "200 /refuse-behind", "200 /refuse-behind-2", "529 /refuse-1", "529 /refuse-2", "200 /ok-after"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+}
+
+// TestEarlyAnswersWantWholeRequests: a head that comes in pieces, or a
+// body that has not all come, goes to net/http, which reads the rest.
+// Each comes after an early answer, so that the listener, not net/http's
+// watch of a request it serves, reads its first piece.
+func TestEarlyAnswersWantWholeRequests(t *testing.T) {
+	r := &pathRefuser{}
+	dial, _ := earlyServer(t, r, time.Minute)
+	c, br := dial()
+	send(t, c, post("/first"))
+	answers(t, br, 1)
+
+	send(t, c, post("/refuse-0"))
+	got := answers(t, br, 1)
+	send(t, c, "POST /refuse-split HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n")
+	send(t, c, "\r\n{}")
+	got = append(got, answers(t, br, 1)...)
+
+	send(t, c, post("/refuse-1"))
+	got = append(got, answers(t, br, 1)...)
+	send(t, c, "POST /refuse-body HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{")
+	send(t, c, "}")
+	got = append(got, answers(t, br, 1)...)
+	want := []string{"529 /refuse-0", "200 /refuse-split", "529 /refuse-1", "200 /refuse-body"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	offered := []string{"POST /refuse-0 HTTP/1.1", "POST /refuse-1 HTTP/1.1"}
+	if off := r.lines(); strings.Join(off, ", ") != strings.Join(offered, ", ") {
+		t.Errorf("offered %q, want %q: neither the split head nor the short body", off, offered)
+	}
+}
+
+// TestEarlyAnswersRenewTheIdleDeadline: a client refused again and again
+// is busy, not idle: its connection outlives the idle timeout; left
+// alone, it is closed after it.
+func TestEarlyAnswersRenewTheIdleDeadline(t *testing.T) {
+	const idle = time.Second
+	dial, closed := earlyServer(t, &pathRefuser{}, idle)
+	c, br := dial()
+	send(t, c, post("/first"))
+	answers(t, br, 1)
+	for start := time.Now(); time.Since(start) < 5*idle/2; time.Sleep(20 * time.Millisecond) {
+		send(t, c, post("/refuse"))
+		if got := answers(t, br, 1); got[0] != "529 /refuse" {
+			t.Fatalf("answer %q, want an early 529", got[0])
+		}
+	}
+	select {
+	case <-closed:
+		t.Fatal("the connection was closed while the client was refused")
+	default:
+	}
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("idle connection: read %v, want EOF once the idle timeout passed", err)
+	}
+}
+
+// TestEarlyAnswerToAClientGone: an early answer the client does not take
+// ends the connection, as net/http ends one whose client left.
+func TestEarlyAnswerToAClientGone(t *testing.T) {
+	dial, closed := earlyServer(t, &pathRefuser{}, time.Minute)
+	c, br := dial()
+	send(t, c, post("/first"))
+	answers(t, br, 1)
+	send(t, c, post("/refuse"))
+	_ = c.Close()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server kept the connection of a client gone")
+	}
+}
