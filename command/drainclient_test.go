@@ -24,6 +24,9 @@ func TestDrainCommand(t *testing.T) {
 	}
 	eng := newEngine(t)
 	s := start(t, eng.url(), nil, "--admin-token-file", tokenFile)
+	// Ready first, so that a 503 below can only be a drain: on a busy
+	// machine the engine's first health check may come after the table.
+	s.log.WaitFor(t, `"msg":"engine is ready"`, waitLimit)
 	adminAddr := strings.TrimPrefix(s.admin, "http://")
 	drain := func(env map[string]string, args ...string) (int, string) {
 		var out, errOut bytes.Buffer
