@@ -212,3 +212,31 @@ func TestRefuseEarlyLeavesTheRest(t *testing.T) {
 		t.Errorf("%d access-log lines written", n-logged)
 	}
 }
+
+// BenchmarkRefuseEarly: what the listener's offer costs a request the
+// gate admits (declined: a slot free) and one it refuses (the slot held,
+// no queue).
+func BenchmarkRefuseEarly(b *testing.B) {
+	head := []byte("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\n" +
+		"Content-Length: 2\r\nAccept-Encoding: gzip\r\n\r\n")
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
+	for _, refused := range []bool{false, true} {
+		name := map[bool]string{false: "declined", true: "refused"}[refused]
+		b.Run(name, func(b *testing.B) {
+			held := newHeldEngine()
+			h := newHarness(b, harnessConfig{engine: held, limits: limiter.Options{Slots: 1},
+				options: func(o *proxy.Options) { o.AccessLog = nil }})
+			defer held.release()
+			if refused {
+				h.hold(held, "/hold")
+			}
+			buf := make([]byte, 0, 512)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := h.proxy.RefuseEarly(head, addr, buf); ok != refused {
+					b.Fatalf("answered %v, want %v", ok, refused)
+				}
+			}
+		})
+	}
+}
