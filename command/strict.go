@@ -161,7 +161,7 @@ func (c *strictConn) setStage(s stage) {
 
 func (c *strictConn) Read(p []byte) (int, error) {
 	if c.watched() {
-		if err := c.holdNext(); err != nil {
+		if err := c.holdNext(p); err != nil {
 			return 0, err
 		}
 	}

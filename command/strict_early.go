@@ -116,22 +116,13 @@ func (c *strictConn) watched() bool {
 // the past), or the client gone with nothing sent. It returns nil when
 // what came must go to net/http now: the client sent a whole buffer's
 // worth, or sent and left.
-func (c *strictConn) holdNext() error {
+func (c *strictConn) holdNext(p []byte) error {
 	for len(c.in) < inBufSize {
-		if c.in == nil {
-			c.pooled = c.bufs.Get().(*[]byte)
-			c.in = *c.pooled
-		}
-		n, err := c.Conn.Read(c.in[len(c.in):cap(c.in)])
-		c.in = c.in[:len(c.in)+n]
-		switch {
-		case err == nil:
-		case isTimeout(err) || len(c.in) == 0:
-			if len(c.in) == 0 {
-				c.freeIn()
+		// fill waits in p while nothing came: a watch holds no buffer.
+		if err := c.fill(p); err != nil {
+			if isTimeout(err) || len(c.in) == 0 {
+				return err
 			}
-			return err
-		default:
 			return nil
 		}
 	}

@@ -44,6 +44,11 @@
 //     *http.Request (slim): the relay's Done ends it with what the
 //     exchange kept (its access-log fields, outcome and counts).
 //   - Passthrough paths (engine probes) take no slot and are not counted.
-//   - Refusals are mapped to HTTP statuses in one function (refuse), and
+//   - Refusals are mapped to answers in one function (answers.of), and
 //     engine failures in another (engineError).
+//   - An early refusal (RefuseEarly, asked by the proxy port's listener
+//     before net/http reads the request) answers only a request the gate
+//     refuses at once and whose answer net/http would write byte for byte
+//     the same but for the Date; it is counted, reported and logged as
+//     ServeHTTP's refusal is, and a request it declines is left untouched.
 package proxy
