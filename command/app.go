@@ -86,6 +86,9 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		Logger:               log.Named("proxy"),
 		AccessLog:            access,
 	}
+	if cfg.ServeEngineMetrics {
+		popts.FrontPaths = []string{engineMetricsPath} // withEngineMetrics serves it
+	}
 	popts.LoadReport = &proxy.LoadReport{Key: orcagrpc.HeaderKey, Value: lp.orcaReport}
 	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, load: lp}
 	if cfg.StreamRelay == "epoll" {

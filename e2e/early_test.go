@@ -17,13 +17,14 @@ import (
 // refusals after its first are answered by the listener, before net/http
 // reads them) gets each time the same 529 as the first, with its own id,
 // on the same connection, in order behind a request served; the refusals
-// are counted and logged one for one; bad requests are still refused as
-// bad, not as overloaded; and once the slot is free the same connection
-// is served.
+// are counted and logged one for one; the proxy port's /metrics is still
+// served, and bad requests are still refused as bad, not as overloaded;
+// and once the slot is free the same connection is served.
 func TestRefusalsOnAKeptConnection(t *testing.T) {
 	eng := newEngine(t)
 	eng.hold()
-	sg := start(t, eng.url(), nil, "--engine-request-limit", "1", "--request-queue-limit", "0", "--retry-after", "2s")
+	sg := start(t, eng.url(), nil, "--engine-request-limit", "1", "--request-queue-limit", "0", "--retry-after", "2s",
+		"--serve-engine-metrics=true", "--passthrough-paths", "/health")
 	held := make(chan result, 1)
 	go func() {
 		held <- post(context.Background(), &http.Client{}, sg.proxy, "holder", `{"prompt":"hi"}`)
@@ -49,6 +50,13 @@ func TestRefusalsOnAKeptConnection(t *testing.T) {
 		if e := decodeError(t, body); e.Error.Message != overloadMessage || e.Error.Code != 529 {
 			t.Fatalf("refusal %d: body %s", i, body)
 		}
+	}
+	// The proxy port's /metrics is served in front of the proxy (here not
+	// a passthrough path too): an endpoint picker reads it most when the
+	// worker is full.
+	writeRaw(t, c, "GET /metrics HTTP/1.1\r\nHost: slotgate\r\n\r\n")
+	if resp, body := readKept(t, br); resp.StatusCode == 529 || resp.Header.Get("X-Slotgate-Reason") != "" {
+		t.Errorf("GET /metrics on the proxy port, while overloaded: %s %v %s", resp.Status, resp.Header, body)
 	}
 	for name, raw := range map[string]string{
 		"two lengths":      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",

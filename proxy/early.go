@@ -26,13 +26,14 @@ import (
 // net/http and ServeHTTP would give, byte for byte but the Date: an
 // HTTP/1.1 request that parseEarlyHead takes, with a body of at most
 // 64 KiB and no larger than --max-request-body-bytes, on a path that is
-// not passed through, that the gate refuses at once (RefuseAtOnce). The
+// neither passed through nor served in front of the proxy (FrontPaths),
+// that the gate refuses at once (RefuseAtOnce). The
 // refusal is counted, reported and logged as ServeHTTP's would be. It
 // appends the answer to dst and returns true; otherwise it returns dst
 // and false, having changed nothing, and the request goes to net/http.
 func (p *Proxy) RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, bool) {
 	h, ok := parseEarlyHead(head)
-	if !ok || h.contentLength > min(smallBody, p.maxBody) || p.passthrough[string(h.path)] {
+	if !ok || h.contentLength > min(smallBody, p.maxBody) || p.passthrough[string(h.path)] || p.frontPaths[string(h.path)] {
 		return dst, false
 	}
 	var ex gate.Exchange

@@ -149,6 +149,7 @@ func TestRefuseEarlyLeavesTheRest(t *testing.T) {
 	h := newHarness(t, harnessConfig{engine: held, limits: limiter.Options{Slots: 1},
 		options: func(o *proxy.Options) {
 			o.PassthroughPaths = []string{"/health"}
+			o.FrontPaths = []string{"/metrics"}
 			o.MaxRequestBodyBytes = 100
 		}})
 	defer held.release()
@@ -172,6 +173,7 @@ func TestRefuseEarlyLeavesTheRest(t *testing.T) {
 		{"fragment", "POST /a#b HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"non-ASCII target", "POST /\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"passthrough path", "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"a path served in front", "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{"no Host", "POST /a HTTP/1.1\r\nContent-Length: 0\r\n\r\n"},
 		{"two Hosts", "POST /a HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n"},
 		{"empty Host", "POST /a HTTP/1.1\r\nHost:\r\n\r\n"},

@@ -59,6 +59,9 @@ type Options struct {
 	FirstToken FirstToken
 	// PassthroughPaths are forwarded without a slot: the engine's probes.
 	PassthroughPaths []string
+	// FrontPaths are the paths a handler in front of the proxy serves
+	// itself (the proxy port's /metrics): RefuseEarly leaves them to it.
+	FrontPaths []string
 	// LoadReport, when set, puts the load report on proxied answers
 	// (ORCA's endpoint-load-metrics).
 	LoadReport *LoadReport
@@ -78,6 +81,7 @@ type Proxy struct {
 	client      *engine.Client
 	transport   http.RoundTripper // nil: client
 	passthrough map[string]bool
+	frontPaths  map[string]bool // Options.FrontPaths
 	answers     answers
 	maxBody     int64
 	budget      *bodyBudget
@@ -129,6 +133,10 @@ func New(opts Options) (*Proxy, error) {
 	}
 	for _, path := range opts.PassthroughPaths {
 		p.passthrough[path] = true
+	}
+	p.frontPaths = make(map[string]bool, len(opts.FrontPaths))
+	for _, path := range opts.FrontPaths {
+		p.frontPaths[path] = true
 	}
 	return p, nil
 }
