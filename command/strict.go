@@ -500,17 +500,17 @@ func (c *strictConn) headLine(line []byte) {
 	}
 	value = bytes.Trim(value, " \t")
 	switch {
-	case asciiFold(name, "Content-Length"):
+	case httpsyntax.EqualFold(name, "content-length"):
 		h.lengths++
-		n, ok := decimal(value)
+		n, ok := httpsyntax.Decimal(value)
 		if !ok {
 			h.note("an invalid Content-Length")
 		}
 		h.contentLength = n
-	case asciiFold(name, "Transfer-Encoding"):
+	case httpsyntax.EqualFold(name, "transfer-encoding"):
 		h.encodings++
-		h.chunked = asciiFold(value, "chunked")
-	case asciiFold(name, "Upgrade"):
+		h.chunked = httpsyntax.EqualFold(value, "chunked")
+	case httpsyntax.EqualFold(name, "upgrade"):
 		h.upgrade = h.upgrade || !onlyH2C(value)
 	}
 }
@@ -560,27 +560,10 @@ func (c *strictConn) endHead() {
 	}
 }
 
-func asciiFold(b []byte, s string) bool { return len(b) == len(s) && bytes.EqualFold(b, []byte(s)) }
-
-// decimal parses a Content-Length: digits only, no sign, no list.
-func decimal(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(ch-'0')
-	}
-	return n, true
-}
-
 // onlyH2C reports whether an Upgrade value offers h2c alone.
 func onlyH2C(v []byte) bool {
 	for p := range bytes.SplitSeq(v, []byte(",")) {
-		if !asciiFold(bytes.Trim(p, " \t"), "h2c") {
+		if !httpsyntax.EqualFold(bytes.Trim(p, " \t"), "h2c") {
 			return false
 		}
 	}

@@ -146,24 +146,24 @@ func parseEarlyHead(head []byte) (earlyHead, bool) {
 		}
 		value = bytes.Trim(value, " \t")
 		switch {
-		case foldASCII(name, "host"):
+		case httpsyntax.EqualFold(name, "host"):
 			hosts++
 			if !hostBytes(value) {
 				return h, false
 			}
-		case foldASCII(name, "content-length"):
+		case httpsyntax.EqualFold(name, "content-length"):
 			lengths++
-			n, ok := decimalBytes(value)
+			n, ok := httpsyntax.Decimal(value)
 			if !ok {
 				return h, false
 			}
 			h.contentLength = n
-		case foldASCII(name, "x-request-id"):
+		case httpsyntax.EqualFold(name, "x-request-id"):
 			if !seenID {
 				h.requestID, seenID = value, true
 			}
-		case foldASCII(name, "content-type"):
-			if len(value) >= 16 && foldASCII(value[:16], "application/grpc") {
+		case httpsyntax.EqualFold(name, "content-type"):
+			if len(value) >= 16 && httpsyntax.EqualFold(value[:16], "application/grpc") {
 				return h, false
 			}
 		case excludedHeader(name):
@@ -201,7 +201,7 @@ func (h *earlyHead) requestLine(line []byte) bool {
 func excludedHeader(name []byte) bool {
 	for _, x := range [...]string{"connection", "expect", "transfer-encoding", "upgrade", "http2-settings",
 		"x-data-parallel-rank", "slotgate-refused-head"} {
-		if foldASCII(name, x) {
+		if httpsyntax.EqualFold(name, x) {
 			return true
 		}
 	}
@@ -215,22 +215,6 @@ func cutCRLF(b []byte) (line, rest []byte, ok bool) {
 		return nil, b, false
 	}
 	return b[:i], b[i+2:], true
-}
-
-// foldASCII reports whether b is lower with ASCII letters in either case.
-func foldASCII(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // printable reports whether b holds only tabs and printable ASCII.
@@ -258,19 +242,4 @@ func hostBytes(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// decimalBytes parses a Content-Length: digits only, no sign, no list.
-func decimalBytes(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }

@@ -30,3 +30,36 @@ func Token(b []byte) bool {
 	}
 	return true
 }
+
+// EqualFold reports whether b is lower (a lower-case ASCII string) with
+// its ASCII letters in either case: header names and the values HTTP
+// compares without case. Unicode's folds (ſ for s, K for k) do not count.
+func EqualFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Decimal parses a Content-Length: 1 to 18 digits, no sign, no list.
+func Decimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}

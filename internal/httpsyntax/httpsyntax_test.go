@@ -27,3 +27,53 @@ func TestToken(t *testing.T) {
 		t.Error("Token of nothing = true, want false")
 	}
 }
+
+// TestEqualFold: ASCII letters in either case match, nothing else does:
+// not Unicode's folds, not a different length.
+func TestEqualFold(t *testing.T) {
+	for _, tc := range []struct {
+		b     string
+		lower string
+		want  bool
+	}{
+		{"Content-Length", "content-length", true},
+		{"CONTENT-LENGTH", "content-length", true},
+		{"content-length", "content-length", true},
+		{"Content-Lengt", "content-length", false},
+		{"Content_Length", "content-length", false},
+		{"trailerſ", "trailers", false}, // ſ folds to s in Unicode
+		{"\u212aeep", "keep", false},    // the Kelvin sign folds to k
+		{"chunked", "chunked", true},
+		{"", "", true},
+		{"@", "`", false}, // one below A and one below a: not letters
+		{"[", "{", false},
+	} {
+		if got := httpsyntax.EqualFold([]byte(tc.b), tc.lower); got != tc.want {
+			t.Errorf("EqualFold(%q, %q) = %v, want %v", tc.b, tc.lower, got, tc.want)
+		}
+	}
+}
+
+// TestDecimal: digits only, 1 to 18 of them.
+func TestDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		b    string
+		n    int64
+		want bool
+	}{
+		{"0", 0, true},
+		{"007", 7, true},
+		{"123456789012345678", 123456789012345678, true},
+		{"1234567890123456789", 0, false},
+		{"", 0, false},
+		{"+1", 0, false},
+		{"-1", 0, false},
+		{"1,1", 0, false},
+		{" 1", 0, false},
+		{"1a", 0, false},
+	} {
+		if n, ok := httpsyntax.Decimal([]byte(tc.b)); ok != tc.want || ok && n != tc.n {
+			t.Errorf("Decimal(%q) = %d, %v; want %d, %v", tc.b, n, ok, tc.n, tc.want)
+		}
+	}
+}
