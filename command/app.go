@@ -38,6 +38,9 @@ type app struct {
 	load   *loadParts
 	grpc   *grpcParts
 	relay  *relay.Relay // nil: --stream-relay off
+	// stopEarly ends the proxy listener's early answers before the
+	// server shuts down (strict_early.go).
+	stopEarly func()
 
 	proxyServer, adminServer *http.Server
 }

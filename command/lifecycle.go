@@ -49,7 +49,9 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	defer cancel()
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 4)
-	wg.Go(func() { serveErr <- serve(a.proxyServer, newStrictListener(ls.proxy, a.proxyServer, a.proxy)) })
+	proxyLn := newStrictListener(ls.proxy, a.proxyServer, a.proxy)
+	a.stopEarly = proxyLn.stopEarly
+	wg.Go(func() { serveErr <- serve(a.proxyServer, proxyLn) })
 	wg.Go(func() { serveErr <- serve(a.adminServer, ls.admin) })
 	if ls.grpc != nil {
 		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc, a.drain.begun) })
@@ -156,6 +158,7 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 			return exitFailed, true
 		}
 	}
+	a.stopEarly()
 	done := make(chan error, 1)
 	go func() { done <- a.proxyServer.Shutdown(ctx) }()
 	select {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,19 +60,21 @@ type strictListener struct {
 	// bufs holds the read buffers of connections that have nothing
 	// buffered: a connection waiting for its answer, or idle, holds
 	// none, which matters with thousands of queued requests.
-	bufs  *sync.Pool
-	early earlyRefuser // nil: every request goes to net/http
-	idle  time.Duration
+	bufs    *sync.Pool
+	early   earlyRefuser // nil: every request goes to net/http
+	idle    time.Duration
+	stopped *atomic.Bool // stopEarly
 }
 
 // newStrictListener frames the connections that srv serves from ln. With
 // early set, it answers the requests that early refuses at once itself
 // (strict_early.go), and sets srv.ConnState to learn when net/http owes a
 // connection no answer.
-func newStrictListener(ln net.Listener, srv *http.Server, early earlyRefuser) net.Listener {
+func newStrictListener(ln net.Listener, srv *http.Server, early earlyRefuser) strictListener {
 	// net/http reads up to MaxHeaderBytes plus 4096 bytes of slack.
 	l := strictListener{Listener: ln, maxHead: srv.MaxHeaderBytes + 4096,
-		bufs: &sync.Pool{New: func() any { b := make([]byte, 0, inBufSize); return &b }}}
+		bufs:    &sync.Pool{New: func() any { b := make([]byte, 0, inBufSize); return &b }},
+		stopped: new(atomic.Bool)}
 	if early != nil {
 		l.early, l.idle = early, srv.IdleTimeout
 		srv.ConnState = countAnswers(srv.ConnState)
@@ -79,12 +82,17 @@ func newStrictListener(ln net.Listener, srv *http.Server, early earlyRefuser) ne
 	return l
 }
 
+// stopEarly ends early answers, before the server shuts down: net/http
+// then answers or drops each connection's next request as a server
+// shutting down does.
+func (l strictListener) stopEarly() { l.stopped.Store(true) }
+
 func (l strictListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs, earlyState: earlyState{early: l.early, idle: l.idle}}, nil
+	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs, earlyState: earlyState{early: l.early, idle: l.idle, stopped: l.stopped}}, nil
 }
 
 // stage is where a connection's framing stands.
@@ -481,7 +489,7 @@ func (c *strictConn) headLine(line []byte) {
 			return
 		}
 		c.ready = c.scan
-		c.given++
+		c.give()
 		return
 	}
 	h.lines++
@@ -545,7 +553,7 @@ func (c *strictConn) endHead() {
 		return
 	}
 	if h.held {
-		c.given++
+		c.give()
 	}
 	c.ready = c.scan
 	h.lines = 0

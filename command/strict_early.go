@@ -43,15 +43,28 @@ type earlyRefuser interface {
 
 // earlyState is what a connection keeps for early answers.
 type earlyState struct {
-	early earlyRefuser  // nil: none
-	idle  time.Duration // the server's idle timeout, renewed by early answers
+	early   earlyRefuser  // nil: none
+	idle    time.Duration // the server's idle timeout, renewed by early answers
+	stopped *atomic.Bool  // the listener's: the server shuts down
 	// given counts the heads that went to net/http (reads only);
 	// answered, net/http's answers (countAnswers, on its connection's
 	// goroutine).
 	given    int64
 	answered atomic.Int64
-	// idleUntil is the read deadline an early answer last set.
-	idleUntil time.Time
+	// resumed is set by AnsweredOutside until the next head goes to
+	// net/http: the server serves the connection again as if just
+	// accepted, so its next read is a header read, under the header
+	// deadline, not its idle wait.
+	resumed atomic.Bool
+	// idleUntil is the read deadline (Unix nanoseconds) an early answer
+	// last set; 0 once anyone else set one (SetReadDeadline).
+	idleUntil atomic.Int64
+}
+
+// give counts a head that went to net/http.
+func (c *strictConn) give() {
+	c.given++
+	c.resumed.Store(false)
 }
 
 // countAnswers wraps a server's ConnState hook, next, to count the
@@ -88,15 +101,33 @@ func strictUnder(c net.Conn) *strictConn {
 // AnsweredOutside counts an answer that went to the connection outside
 // net/http: a relayed stream's, which the proxy tells before it serves
 // the connection again.
-func (c *strictConn) AnsweredOutside() { c.answered.Add(1) }
+func (c *strictConn) AnsweredOutside() {
+	c.resumed.Store(true)
+	c.answered.Add(1)
+}
+
+// SetReadDeadline sets the socket's read deadline, which an early answer
+// must then renew rather than trust its own (keepIdle).
+func (c *strictConn) SetReadDeadline(t time.Time) error {
+	c.idleUntil.Store(0)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline: see SetReadDeadline.
+func (c *strictConn) SetDeadline(t time.Time) error {
+	c.idleUntil.Store(0)
+	return c.Conn.SetDeadline(t)
+}
 
 // mayHold reports whether the request line just framed, n bytes without
 // its CRLF, may be held with its head for an early answer: nothing is
 // waiting to go to net/http before it, net/http has answered every
-// request it was given (one at least), and the whole head is here.
+// request it was given (one at least) and waits for the next in its idle
+// read (not its first read of a resumed connection), the server is not
+// shutting down, and the whole head is here.
 func (c *strictConn) mayHold(n int) bool {
 	return c.early != nil && c.ready == c.scan-n-2 && c.given > 0 && c.given == c.answered.Load() &&
-		bytes.Contains(c.in[c.scan-2:], []byte("\r\n\r\n"))
+		!c.resumed.Load() && !c.stopped.Load() && bytes.Contains(c.in[c.scan-2:], []byte("\r\n\r\n"))
 }
 
 // watched reports whether net/http holds the whole of the one request
@@ -162,17 +193,21 @@ func (c *strictConn) answerEarly() bool {
 }
 
 // keepIdle renews the idle deadline net/http set for the read an early
-// answer is written in, so that a client refused again and again is not
-// cut off as idle. It renews it when half of it has run: a deadline
-// costs a timer's reset.
+// answer is written in, so that the client is cut off as idle only the
+// idle timeout after its last answer, as net/http would. A deadline
+// costs a timer's reset, so it is renewed at most once a second (an
+// eighth of the idle timeout, if shorter): the cut comes within that of
+// the timeout.
 func (c *strictConn) keepIdle() {
 	if c.idle <= 0 {
 		return
 	}
 	now := time.Now()
-	if c.idleUntil.Sub(now) > c.idle/2 {
+	slack := min(time.Second, c.idle/8)
+	if until := c.idleUntil.Load(); until != 0 && time.Unix(0, until).Sub(now) > c.idle-slack {
 		return
 	}
-	c.idleUntil = now.Add(c.idle)
-	_ = c.Conn.SetReadDeadline(c.idleUntil)
+	until := now.Add(c.idle)
+	_ = c.Conn.SetReadDeadline(until)
+	c.idleUntil.Store(until.UnixNano())
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slotgate/slotgate/proxy"
 )
 
 // pathRefuser is an earlyRefuser that refuses the requests whose path
@@ -66,11 +68,16 @@ func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0
 // r, a handler that answers 200 with the request's path in X-Path. It
 // returns a dialer of in-memory connections and the states the server's
 // own ConnState hook saw, which countAnswers must pass on.
-func earlyServer(t *testing.T, r earlyRefuser, idle time.Duration) (dial func() (net.Conn, *bufio.Reader), closed <-chan struct{}) {
+func earlyServer(t *testing.T, r earlyRefuser, idle time.Duration) (dial func() (net.Conn, *bufio.Reader), closed <-chan struct{}, stop func()) {
 	t.Helper()
-	srv := &http.Server{
+	var srv *http.Server
+	srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
+			if r.URL.Path == "/relayed" {
+				relayLike(t, srv, w)
+				return
+			}
 			w.Header().Set("X-Path", r.URL.Path)
 			w.Header().Set("Content-Length", "0")
 		}),
@@ -85,7 +92,8 @@ func earlyServer(t *testing.T, r earlyRefuser, idle time.Duration) (dial func() 
 		}
 	}
 	ln := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-	go func() { _ = srv.Serve(newStrictListener(ln, srv, r)) }()
+	strict := newStrictListener(ln, srv, r)
+	go func() { _ = srv.Serve(strict) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return func() (net.Conn, *bufio.Reader) {
 		client, server := net.Pipe()
@@ -93,7 +101,23 @@ func earlyServer(t *testing.T, r earlyRefuser, idle time.Duration) (dial func() 
 		t.Cleanup(func() { _ = client.Close() })
 		_ = client.SetDeadline(time.Now().Add(10 * time.Second))
 		return client, bufio.NewReader(client)
-	}, gone
+	}, gone, strict.stopEarly
+}
+
+// relayLike answers as the relay does: it takes the connection from
+// net/http, writes the answer itself, tells the listener so and gives the
+// connection back to the server, as if just accepted.
+func relayLike(t *testing.T, srv *http.Server, w http.ResponseWriter) {
+	c, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Path: /relayed\r\nContent-Length: 0\r\n\r\n"); err != nil {
+		t.Error(err)
+	}
+	c.(interface{ AnsweredOutside() }).AnsweredOutside()
+	proxy.Resume(srv, c)
 }
 
 func post(path string) string {
@@ -128,7 +152,7 @@ func send(t *testing.T, c net.Conn, raw string) {
 // order they came, and the connection lives on.
 func TestEarlyAnswers(t *testing.T) {
 	r := &pathRefuser{}
-	dial, _ := earlyServer(t, r, time.Minute)
+	dial, _, _ := earlyServer(t, r, time.Minute)
 	c, br := dial()
 	var got []string
 	for _, path := range []string{"/refuse-first", "/refuse-1", "/ok", "/refuse-2", "/refuse-3", "/ok-2"} {
@@ -151,7 +175,7 @@ func TestEarlyAnswers(t *testing.T) {
 // together, in order.
 func TestEarlyAnswersKeepOrder(t *testing.T) {
 	r := &pathRefuser{}
-	dial, _ := earlyServer(t, r, time.Minute)
+	dial, _, _ := earlyServer(t, r, time.Minute)
 	c, br := dial()
 	send(t, c, post("/first"))
 	answers(t, br, 1)
@@ -171,7 +195,7 @@ func TestEarlyAnswersKeepOrder(t *testing.T) {
 // watch of a request it serves, reads its first piece.
 func TestEarlyAnswersWantWholeRequests(t *testing.T) {
 	r := &pathRefuser{}
-	dial, _ := earlyServer(t, r, time.Minute)
+	dial, _, _ := earlyServer(t, r, time.Minute)
 	c, br := dial()
 	send(t, c, post("/first"))
 	answers(t, br, 1)
@@ -202,7 +226,7 @@ func TestEarlyAnswersWantWholeRequests(t *testing.T) {
 // alone, it is closed after it.
 func TestEarlyAnswersRenewTheIdleDeadline(t *testing.T) {
 	const idle = time.Second
-	dial, closed := earlyServer(t, &pathRefuser{}, idle)
+	dial, closed, _ := earlyServer(t, &pathRefuser{}, idle)
 	c, br := dial()
 	send(t, c, post("/first"))
 	answers(t, br, 1)
@@ -225,7 +249,7 @@ func TestEarlyAnswersRenewTheIdleDeadline(t *testing.T) {
 // TestEarlyAnswerToAClientGone: an early answer the client does not take
 // ends the connection, as net/http ends one whose client left.
 func TestEarlyAnswerToAClientGone(t *testing.T) {
-	dial, closed := earlyServer(t, &pathRefuser{}, time.Minute)
+	dial, closed, _ := earlyServer(t, &pathRefuser{}, time.Minute)
 	c, br := dial()
 	send(t, c, post("/first"))
 	answers(t, br, 1)
@@ -235,5 +259,49 @@ func TestEarlyAnswerToAClientGone(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server kept the connection of a client gone")
+	}
+}
+
+// TestEarlyAnswersAfterTheRelay: a connection the relay answered and gave
+// back is served by net/http as if just accepted, its next read a header
+// read under the header deadline: the first head after it goes to
+// net/http, the ones after that may be answered early again.
+func TestEarlyAnswersAfterTheRelay(t *testing.T) {
+	r := &pathRefuser{}
+	dial, _, _ := earlyServer(t, r, time.Minute)
+	c, br := dial()
+	var got []string
+	for _, path := range []string{"/first", "/refuse-1", "/relayed", "/refuse-after", "/refuse-2"} {
+		send(t, c, post(path))
+		got = append(got, answers(t, br, 1)...)
+	}
+	want := []string{"200 /first", "529 /refuse-1", "200 /relayed", "200 /refuse-after", "529 /refuse-2"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	for _, line := range r.lines() {
+		if strings.Contains(line, "/refuse-after") {
+			t.Errorf("offered %q, the first head after the relay gave the connection back", line)
+		}
+	}
+}
+
+// TestEarlyAnswersStop: once the server shuts down, every request goes to
+// net/http, which knows what a server shutting down answers.
+func TestEarlyAnswersStop(t *testing.T) {
+	r := &pathRefuser{}
+	dial, _, stop := earlyServer(t, r, time.Minute)
+	c, br := dial()
+	var got []string
+	for _, path := range []string{"/first", "/refuse-1", "/refuse-2"} {
+		if path == "/refuse-2" {
+			stop()
+		}
+		send(t, c, post(path))
+		got = append(got, answers(t, br, 1)...)
+	}
+	want := []string{"200 /first", "529 /refuse-1", "200 /refuse-2"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("answers %q, want %q", got, want)
 	}
 }
