@@ -31,9 +31,15 @@ import (
 // relayed stream, a parked request) may be served back under another
 // connection value (proxy.Resume): net/http's answers are counted
 // through the wrapper, and the relay tells of the answers it wrote
-// (AnsweredOutside). Only a head that came whole, with its whole body, is
-// held: a partial head goes to net/http as before, its request line
-// first, so that net/http's header deadline runs for it.
+// (AnsweredOutside); the first head after the relay goes to net/http,
+// whose first read of a connection served again is its header read.
+// Only a head that came whole, with its whole body, is held: a partial
+// head goes to net/http as before, its request line first, so that
+// net/http's header deadline runs for it. A request the client sends
+// while net/http still watches the connection (its background read, as
+// it finishes an answer) is kept here until net/http asks for it
+// (holdNext). Early answers stop before the server shuts down
+// (stopEarly).
 
 // earlyRefuser answers at once, from its raw head, a request that it
 // refuses; see proxy.Proxy.RefuseEarly.
