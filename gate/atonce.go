@@ -10,12 +10,14 @@ import "github.com/slotgate/slotgate/limiter"
 // adapter answers it and ends it with Finish. On false nothing changed,
 // and the request goes to Admit as usual.
 //
-// It decides only for the gate whose refusals depend on nothing but its
-// own state: no Policy (a classifier reads the request), one limiter for
-// the engine (limits per rank read the request's rank) and no token
-// limit (those count the request's prompt). Otherwise it returns false.
+// The request is one pinned to no rank, whose prompt is not yet
+// counted. So it decides only what does not depend on the request: with
+// no Policy (a classifier reads the request); with limits per rank, on
+// the rank with the most room, as Admit places an unpinned request; and
+// under a token limit, only the refusals that hold whatever the prompt's
+// tokens (limiter.Refuses asked with none). Otherwise it returns false.
 func (g *Gate) RefuseAtOnce(ex *Exchange) bool {
-	if g.policy != nil || g.ranks.PerRank() || g.ranks.CountsTokens() {
+	if g.policy != nil {
 		return false
 	}
 	ex.g, ex.Class, ex.Rank = g, g.class, Unpinned
@@ -27,11 +29,12 @@ func (g *Gate) RefuseAtOnce(ex *Exchange) bool {
 		refuse(ex, RejectedBusy)
 		return true
 	}
-	lim, _, _ := g.ranks.pick(false, Unpinned)
+	lim, rank, _ := g.ranks.pick(false, Unpinned)
 	err := lim.Refuses(limiter.Request{})
 	if err == nil {
 		return false
 	}
+	ex.Rank = rank
 	g.obs.Received()
 	g.decided(g.refuseAcquire(ex, err, nil, false), ex)
 	return true

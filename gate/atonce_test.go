@@ -89,29 +89,82 @@ func fill(t *testing.T, lim *limiter.Limiter, held, queued int) {
 	}
 }
 
-// TestRefuseAtOnceLeavesRequestsItCannotJudge: a classifier, limits per
-// rank or a token limit read the request, so the gate never refuses it
-// before it is read, even with the queue full.
+// TestRefuseAtOnceLeavesRequestsItCannotJudge: a classifier reads the
+// request, and under a token limit a refusal may depend on the prompt:
+// then the gate leaves the request to Admit.
 func TestRefuseAtOnceLeavesRequestsItCannotJudge(t *testing.T) {
-	tests := []struct {
-		name string
-		lo   limiter.Options
-		edit func(*gate.Options)
-	}{
-		{name: "policy", lo: limiter.Options{Slots: 1, Classes: []limiter.Class{{Name: "a", Quantum: 1}}},
-			edit: func(o *gate.Options) {
+	t.Run("policy", func(t *testing.T) {
+		g, lim, obs := newGate(t, limiter.Options{Slots: 1, Classes: []limiter.Class{{Name: "a", Quantum: 1}}},
+			func(o *gate.Options) {
 				o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
-			}},
-		{name: "token limit", lo: limiter.Options{Slots: 1, PrefillTokenLimit: 100}},
+			})
+		fill(t, lim, 1, 0)
+		var ex gate.Exchange
+		if g.RefuseAtOnce(&ex) || ex.Outcome != "" || obs.received != 0 {
+			t.Errorf("RefuseAtOnce refused (%q, %d received), want it left to Admit", ex.Outcome, obs.received)
+		}
+	})
+	t.Run("tokens decide", func(t *testing.T) {
+		// A slot free but 90 of P's 100 tokens in prefill, no queue: a
+		// prompt of 5 tokens is admitted, one of 50 refused.
+		g, lim, obs := newGate(t, limiter.Options{Slots: 2, PrefillTokenLimit: 100}, nil)
+		p, err := lim.TryAcquire(limiter.Request{Tokens: 90})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release()
+		var ex gate.Exchange
+		if g.RefuseAtOnce(&ex) || ex.Outcome != "" || obs.received != 0 {
+			t.Errorf("RefuseAtOnce refused (%q, %d received), want it left to Admit", ex.Outcome, obs.received)
+		}
+	})
+}
+
+// TestRefuseAtOnceUnderTokenLimits: under a token limit, with no slot
+// free and no room in the queue, the refusal holds whatever the prompt:
+// RefuseAtOnce refuses, as Admit refuses a counted prompt.
+func TestRefuseAtOnceUnderTokenLimits(t *testing.T) {
+	g, lim, _ := newGate(t, limiter.Options{Slots: 1, PrefillTokenLimit: 100, QueueTokenLimit: 1000}, nil)
+	fill(t, lim, 1, 0)
+	var ex gate.Exchange
+	if !g.RefuseAtOnce(&ex) || ex.Outcome != gate.RejectedCapacity {
+		t.Fatalf("RefuseAtOnce: outcome %q, want %s", ex.Outcome, gate.RejectedCapacity)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			g, lim, obs := newGate(t, tc.lo, tc.edit)
-			fill(t, lim, 1, 0)
-			var ex gate.Exchange
-			if g.RefuseAtOnce(&ex) || ex.Outcome != "" || obs.received != 0 {
-				t.Errorf("RefuseAtOnce refused (%q, %d received), want it left to Admit", ex.Outcome, obs.received)
-			}
-		})
+	g.Finish(&ex, false)
+	var adm gate.Exchange
+	if d := g.Admit(context.Background(), &adm, gate.Request{Tokens: func() int64 { return 5 }}); d.Admitted || adm.Outcome != gate.RejectedCapacity {
+		t.Errorf("Admit of a 5-token prompt: %+v, %s; RefuseAtOnce said %s", d, adm.Outcome, gate.RejectedCapacity)
+	}
+	g.Finish(&adm, false)
+}
+
+// TestRefuseAtOnceByTheRank: with limits per rank, a request that names no
+// rank is refused only when every rank is full, as Admit places it on the
+// rank with the most room.
+func TestRefuseAtOnceByTheRank(t *testing.T) {
+	lims := rankLimiters(t, 2, limiter.Options{Slots: 1})
+	g, err := gate.New(gate.Options{Limiters: lims})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned := func(rank int) {
+		var ex gate.Exchange
+		if d := g.Admit(context.Background(), &ex, gate.Request{Pinned: true, Rank: rank}); !d.Admitted {
+			t.Fatalf("rank %d: %s", rank, ex.Outcome)
+		}
+		t.Cleanup(func() { g.Finish(&ex, false) })
+	}
+	pinned(0)
+	var ex gate.Exchange
+	if g.RefuseAtOnce(&ex) {
+		t.Fatalf("refused (%s) with rank 1 free", ex.Outcome)
+	}
+	pinned(1)
+	if !g.RefuseAtOnce(&ex) || ex.Outcome != gate.RejectedCapacity || ex.Rank != 0 && ex.Rank != 1 {
+		t.Fatalf("every rank full: outcome %q rank %d, want %s on a rank", ex.Outcome, ex.Rank, gate.RejectedCapacity)
+	}
+	g.Finish(&ex, false)
+	if got := rankPlaces(lims); got != "1/1/0 1/1/0" {
+		t.Errorf("places %s after the refusal, want each rank's one slot held", got)
 	}
 }

@@ -238,6 +238,10 @@ func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 // request): when TryAcquire would refuse the request, it counts the
 // refusal as TryAcquire does and returns its error; otherwise it returns
 // nil and changes nothing, and the caller asks again the usual way.
+//
+// A caller that does not know the request's tokens yet asks with none:
+// a refusal then holds whatever its tokens, since no tokens fit the
+// prefill-token budget best and the queue's limits come first.
 func (l *Limiter) Refuses(req Request) error {
 	if err := l.classErr(req.Class); err != nil {
 		return err

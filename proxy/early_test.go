@@ -44,17 +44,20 @@ var (
 // and the refusals counted, reported and logged the same.
 func TestRefuseEarlyMatchesServeHTTP(t *testing.T) {
 	for _, conf := range []struct {
-		name string
-		opts func(*proxy.Options)
-		gate func(*gate.Options)
+		name   string
+		limits limiter.Options
+		opts   func(*proxy.Options)
+		gate   func(*gate.Options)
 	}{
 		{name: "529 and Retry-After", opts: func(o *proxy.Options) { o.RetryAfter = 2 * time.Second }},
 		{name: "503 without Retry-After", opts: func(o *proxy.Options) { o.OverloadStatus = http.StatusServiceUnavailable }},
 		{name: "busy", gate: func(o *gate.Options) { o.Busy = func() bool { return true } }},
+		{name: "under token limits", limits: limiter.Options{PrefillTokenLimit: 1000, QueueTokenLimit: 10000}},
 	} {
 		t.Run(conf.name, func(t *testing.T) {
 			held := newHeldEngine()
-			h := newHarness(t, harnessConfig{engine: held, limits: limiter.Options{Slots: 1}, options: conf.opts,
+			conf.limits.Slots = 1
+			h := newHarness(t, harnessConfig{engine: held, limits: conf.limits, options: conf.opts,
 				gate: conf.gate, wrap: proxy.Strict})
 			defer held.release()
 			if conf.gate == nil {
