@@ -32,7 +32,10 @@ import (
 //     the next request on a keep-alive connection;
 //   - answers 501, not 400, to a Transfer-Encoding other than "chunked";
 //   - refuses different Content-Length values (400, plain text) and a bare
-//     LF inside a chunked body's size lines, as wanted.
+//     LF inside a chunked body's size lines, as wanted;
+//   - drops up to four CR or LF bytes before the request line that
+//     follows a POST (RFC 9112 §2.2), which the framing does too
+//     (skipBlank).
 //
 // So a handler cannot make these checks: a listener must, on the raw bytes.
 // Each connection frames its requests as net/http will (request line,
@@ -133,6 +136,12 @@ type strictConn struct {
 	scan  int    // in[:scan] is framed
 	left  int64  // bytes left of a body or a chunk
 	head  head   // the head being read
+	// afterPost says the last request line was a POST's: net/http then
+	// drops up to 4 CR or LF bytes before the next request line (old
+	// clients end a POST body with a CRLF), and so does the framing;
+	// skipped counts those dropped before the head being read.
+	afterPost bool
+	skipped   int
 
 	mu sync.Mutex
 	st stage
@@ -308,6 +317,9 @@ func (c *strictConn) preface() bool {
 // line frames one line, in a head, a chunk-size line or a trailer; it
 // returns false while the line is not whole.
 func (c *strictConn) line(st stage) bool {
+	if st == stHead && c.head.lines == 0 && c.afterPost {
+		c.skipBlank()
+	}
 	i := bytes.IndexByte(c.in[c.scan:], '\n')
 	if i < 0 {
 		if st == stHead && len(c.in) > c.maxHead {
@@ -334,6 +346,16 @@ func (c *strictConn) line(st stage) bool {
 	}
 	c.frameLine(st, line[:len(line)-2])
 	return true
+}
+
+// skipBlank drops the CR and LF bytes, 4 at most, that come before a
+// request line after a POST, as net/http's server does (it peeks 4 bytes
+// and discards the leading ones): what it drops is never given.
+func (c *strictConn) skipBlank() {
+	for c.skipped < 4 && c.scan < len(c.in) && (c.in[c.scan] == '\r' || c.in[c.scan] == '\n') {
+		c.in = append(c.in[:c.scan], c.in[c.scan+1:]...)
+		c.skipped++
+	}
 }
 
 // frameLine takes one line, CRLF removed.
@@ -484,6 +506,7 @@ func (c *strictConn) headLine(line []byte) {
 	h := &c.head
 	if h.lines == 0 {
 		*h = head{lines: 1, http10: bytes.HasSuffix(line, []byte(" HTTP/1.0"))}
+		c.afterPost, c.skipped = bytes.HasPrefix(line, []byte("POST ")), 0
 		if c.mayHold(len(line)) {
 			h.held, h.start = true, c.scan-len(line)-2
 			return

@@ -98,6 +98,14 @@ func TestStrictFraming(t *testing.T) {
 		{"after a good request, a bad one",
 			"GET /ok HTTP/1.1\r\nHost: x\r\n\r\nGET /bad HTTP/1.1\nHost: x\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
 			[]string{`200 GET /ok ""`, "400 "}},
+		{"the CRLF an old client sends after a POST body",
+			"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\r\n" +
+				"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi\n" +
+				"GET /c HTTP/1.1\r\nHost: x\r\n\r\n",
+			[]string{`200 POST /a "hello"`, `200 POST /b "hi"`, `200 GET /c ""`}},
+		{"a blank line after a GET is not skipped",
+			"GET /a HTTP/1.1\r\nHost: x\r\n\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+			[]string{`200 GET /a ""`, "400 "}},
 		{"a bad chunk size fails the body",
 			"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
 			[]string{"400 body: "}},
