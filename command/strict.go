@@ -95,7 +95,8 @@ func (l strictListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs, earlyState: earlyState{early: l.early, idle: l.idle, stopped: l.stopped}}, nil
+	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs,
+		earlyState: earlyState{early: l.early, idle: l.idle, stopped: l.stopped}}, nil
 }
 
 // stage is where a connection's framing stands.

@@ -165,8 +165,9 @@ func (a *answers) rendered(status int, typ, message, reason string, paced bool) 
 	return r
 }
 
-// refuse answers a request the gate refused: the one place where a
-// refusal becomes an HTTP status. A client that left gets no answer, only
+// refuse answers a request the gate refused, with the answer of its
+// outcome (answers.of, the one place where a refusal becomes an HTTP
+// status, for RefuseEarly too). A client that left gets no answer, only
 // nginx's 499 in the access log.
 func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 	if ex.Outcome == gate.CancelledQueued {
