@@ -36,6 +36,7 @@ type options struct {
 	reps                     int
 	duration                 time.Duration
 	keep                     bool
+	cpuProfile               bool
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
 	flag.StringVar(&o.cpuPlot, "cpu-plot", "", "also write the plot of proxy CPU per event against streams (SVG) to this path, e.g. bench/streams-cpu.svg; empty: only next to the JSON")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (logs, configs, slotgate's CPU profiles of the streams scenarios) instead of removing it")
+	flag.BoolVar(&o.cpuProfile, "cpu-profile", false, "take a CPU profile of every slotgate target during each run of every scenario, into the run's folder (implies --keep); for `go tool pprof`")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each measurement per target")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each closed-loop run")
 	flag.Parse()
@@ -181,7 +183,8 @@ func run(ctx context.Context, o options) error {
 	}
 	res.Machine = describe(sg, o.haproxy, o.nginx)
 	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, baseBin: base, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
-		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx), only: splitTargets(o.targets)}
+		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx), only: splitTargets(o.targets), cpuProfile: o.cpuProfile}
+	o.keep = o.keep || o.cpuProfile
 	defer e.procs.stopAll()
 	eng, err := startEngine(ctx, e.procs, runDir)
 	if err != nil {

@@ -131,7 +131,21 @@ func measureOnce(ctx context.Context, e *env, eng *engineProc, up upstream, sc s
 			return nil, err
 		}
 	}
-	return sc.measure(ctx, trial{url: "http://" + in.addr, inst: in, eng: eng, env: e, d: d})
+	if !e.cpuProfile || sc.profile || in.admin == "" {
+		return sc.measure(ctx, trial{url: "http://" + in.addr, inst: in, eng: eng, env: e, d: d})
+	}
+	// The profile covers the run's length: the scenario's own load
+	// starts at once (a scenario that profiles, the streams', does it
+	// itself, around its streams).
+	prof := startProfile(ctx, in.admin, d, e.run)
+	m, err := sc.measure(ctx, trial{url: "http://" + in.addr, inst: in, eng: eng, env: e, d: d})
+	<-prof.done
+	if prof.err != nil {
+		fmt.Printf("  (no CPU profile of %s: %v)\n", t.name, prof.err)
+	} else {
+		fmt.Printf("  CPU profile of %s, %s: %s\n", t.name, sc.name, prof.path)
+	}
+	return m, err
 }
 
 // addRelative adds to runs, for each metric in names, "added <metric>":

@@ -57,6 +57,8 @@ type env struct {
 	// nginxHTTP2On says the nginx found takes `http2 on` (1.25.1 and
 	// later), for its gRPC config.
 	nginxHTTP2On bool
+	// cpuProfile profiles every slotgate target's runs (--cpu-profile).
+	cpuProfile bool
 }
 
 // defaultTargets are the targets a scenario runs on unless it names its
