@@ -101,6 +101,27 @@ type Decision struct {
 	RankChosen bool
 }
 
+// arrive starts the admission of ex: its gate, class and rank, then the
+// refusals that come before any limiter is asked, in this order:
+// draining, too large, busy. It reports whether one refused it.
+func (g *Gate) arrive(ex *Exchange, req Request) bool {
+	ex.g, ex.Class, ex.Rank = g, g.class, Unpinned
+	if req.Pinned {
+		ex.Rank = req.Rank
+	}
+	switch {
+	case g.draining.Load():
+		refuse(ex, RejectedDraining)
+	case req.TooLarge:
+		refuse(ex, RejectedTooLarge)
+	case g.busy != nil && g.busy():
+		refuse(ex, RejectedBusy)
+	default:
+		return false
+	}
+	return true
+}
+
 // refuse ends an exchange's admission with outcome o.
 func refuse(ex *Exchange, o Outcome) Decision {
 	ex.Outcome = o
@@ -116,17 +137,8 @@ func refuse(ex *Exchange, o Outcome) Decision {
 // The checks come in this order: draining, TooLarge, busy, then the
 // classifier and the limiter.
 func (g *Gate) Admit(ctx context.Context, ex *Exchange, req Request) Decision {
-	ex.g, ex.Class, ex.Rank = g, g.class, Unpinned
-	if req.Pinned {
-		ex.Rank = req.Rank
-	}
-	switch {
-	case g.draining.Load():
-		return refuse(ex, RejectedDraining)
-	case req.TooLarge:
-		return refuse(ex, RejectedTooLarge)
-	case g.busy != nil && g.busy():
-		return refuse(ex, RejectedBusy)
+	if g.arrive(ex, req) {
+		return Decision{}
 	}
 	lim, rank, ok := g.ranks.pick(req.Pinned, ex.Rank)
 	if !ok {

@@ -20,13 +20,7 @@ func (g *Gate) RefuseAtOnce(ex *Exchange) bool {
 	if g.policy != nil {
 		return false
 	}
-	ex.g, ex.Class, ex.Rank = g, g.class, Unpinned
-	switch {
-	case g.draining.Load():
-		refuse(ex, RejectedDraining)
-		return true
-	case g.busy != nil && g.busy():
-		refuse(ex, RejectedBusy)
+	if g.arrive(ex, Request{}) {
 		return true
 	}
 	lim, rank, _ := g.ranks.pick(false, Unpinned)
