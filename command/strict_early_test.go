@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +140,26 @@ func answers(t *testing.T, br *bufio.Reader, n int) []string {
 	return got
 }
 
+// postEach posts each path in turn on c, reading each answer before the
+// next request, and returns the answers.
+func postEach(t *testing.T, c net.Conn, br *bufio.Reader, paths ...string) []string {
+	t.Helper()
+	var got []string
+	for _, path := range paths {
+		send(t, c, post(path))
+		got = append(got, answers(t, br, 1)...)
+	}
+	return got
+}
+
+// wantSame fails the test when got is not want, in order.
+func wantSame(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s %q, want %q", what, got, want)
+	}
+}
+
 func send(t *testing.T, c net.Conn, raw string) {
 	t.Helper()
 	if _, err := io.WriteString(c, raw); err != nil {
@@ -154,19 +175,10 @@ func TestEarlyAnswers(t *testing.T) {
 	r := &pathRefuser{}
 	dial, _, _ := earlyServer(t, r, time.Minute)
 	c, br := dial()
-	var got []string
-	for _, path := range []string{"/refuse-first", "/refuse-1", "/ok", "/refuse-2", "/refuse-3", "/ok-2"} {
-		send(t, c, post(path))
-		got = append(got, answers(t, br, 1)...)
-	}
-	want := []string{"200 /refuse-first", "529 /refuse-1", "200 /ok", "529 /refuse-2", "529 /refuse-3", "200 /ok-2"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("answers %q, want %q", got, want)
-	}
-	offered := []string{"POST /refuse-1 HTTP/1.1", "POST /ok HTTP/1.1", "POST /refuse-2 HTTP/1.1", "POST /refuse-3 HTTP/1.1", "POST /ok-2 HTTP/1.1"}
-	if got := r.lines(); strings.Join(got, ", ") != strings.Join(offered, ", ") {
-		t.Errorf("offered %q, want %q", got, offered)
-	}
+	got := postEach(t, c, br, "/refuse-first", "/refuse-1", "/ok", "/refuse-2", "/refuse-3", "/ok-2")
+	wantSame(t, "answers", got, []string{"200 /refuse-first", "529 /refuse-1", "200 /ok", "529 /refuse-2", "529 /refuse-3", "200 /ok-2"})
+	wantSame(t, "offered", r.lines(),
+		[]string{"POST /refuse-1 HTTP/1.1", "POST /ok HTTP/1.1", "POST /refuse-2 HTTP/1.1", "POST /refuse-3 HTTP/1.1", "POST /ok-2 HTTP/1.1"})
 }
 
 // TestEarlyAnswersKeepOrder: requests pipelined behind one net/http
@@ -183,10 +195,7 @@ func TestEarlyAnswersKeepOrder(t *testing.T) {
 	got := answers(t, br, 3)
 	send(t, c, post("/refuse-1")+post("/refuse-2")+post("/ok-after"))
 	got = append(got, answers(t, br, 3)...)
-	want := []string{"200 /ok", "200 /refuse-behind", "200 /refuse-behind-2", "529 /refuse-1", "529 /refuse-2", "200 /ok-after"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("answers %q, want %q", got, want)
-	}
+	wantSame(t, "answers", got, []string{"200 /ok", "200 /refuse-behind", "200 /refuse-behind-2", "529 /refuse-1", "529 /refuse-2", "200 /ok-after"})
 }
 
 // TestEarlyAnswersWantWholeRequests: a head that comes in pieces, or a
@@ -211,14 +220,9 @@ func TestEarlyAnswersWantWholeRequests(t *testing.T) {
 	send(t, c, "POST /refuse-body HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{")
 	send(t, c, "}")
 	got = append(got, answers(t, br, 1)...)
-	want := []string{"529 /refuse-0", "200 /refuse-split", "529 /refuse-1", "200 /refuse-body"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("answers %q, want %q", got, want)
-	}
-	offered := []string{"POST /refuse-0 HTTP/1.1", "POST /refuse-1 HTTP/1.1"}
-	if off := r.lines(); strings.Join(off, ", ") != strings.Join(offered, ", ") {
-		t.Errorf("offered %q, want %q: neither the split head nor the short body", off, offered)
-	}
+	wantSame(t, "answers", got, []string{"529 /refuse-0", "200 /refuse-split", "529 /refuse-1", "200 /refuse-body"})
+	wantSame(t, "offered (neither the split head nor the short body)", r.lines(),
+		[]string{"POST /refuse-0 HTTP/1.1", "POST /refuse-1 HTTP/1.1"})
 }
 
 // TestEarlyAnswersRenewTheIdleDeadline: a client refused again and again
@@ -270,15 +274,8 @@ func TestEarlyAnswersAfterTheRelay(t *testing.T) {
 	r := &pathRefuser{}
 	dial, _, _ := earlyServer(t, r, time.Minute)
 	c, br := dial()
-	var got []string
-	for _, path := range []string{"/first", "/refuse-1", "/relayed", "/refuse-after", "/refuse-2"} {
-		send(t, c, post(path))
-		got = append(got, answers(t, br, 1)...)
-	}
-	want := []string{"200 /first", "529 /refuse-1", "200 /relayed", "200 /refuse-after", "529 /refuse-2"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("answers %q, want %q", got, want)
-	}
+	got := postEach(t, c, br, "/first", "/refuse-1", "/relayed", "/refuse-after", "/refuse-2")
+	wantSame(t, "answers", got, []string{"200 /first", "529 /refuse-1", "200 /relayed", "200 /refuse-after", "529 /refuse-2"})
 	for _, line := range r.lines() {
 		if strings.Contains(line, "/refuse-after") {
 			t.Errorf("offered %q, the first head after the relay gave the connection back", line)
@@ -292,16 +289,8 @@ func TestEarlyAnswersStop(t *testing.T) {
 	r := &pathRefuser{}
 	dial, _, stop := earlyServer(t, r, time.Minute)
 	c, br := dial()
-	var got []string
-	for _, path := range []string{"/first", "/refuse-1", "/refuse-2"} {
-		if path == "/refuse-2" {
-			stop()
-		}
-		send(t, c, post(path))
-		got = append(got, answers(t, br, 1)...)
-	}
-	want := []string{"200 /first", "529 /refuse-1", "200 /refuse-2"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("answers %q, want %q", got, want)
-	}
+	got := postEach(t, c, br, "/first", "/refuse-1")
+	stop()
+	got = append(got, postEach(t, c, br, "/refuse-2")...)
+	wantSame(t, "answers", got, []string{"200 /first", "529 /refuse-1", "200 /refuse-2"})
 }
