@@ -29,6 +29,11 @@
 //     Decision.Parked, and the Parker is resumed exactly once with the
 //     decision, after its watch of the client ended; a client that leaves
 //     takes the request out of the queue at once.
+//   - A panic as a parked request resumes (on the limiter's goroutine, the
+//     deadline's timer or the watch's, which nobody else recovers) is
+//     logged with its stack and ends no more than that request: one that
+//     had not got its decision is refused (engine_error) and its slot, if
+//     granted, handed on; the Observer hears one decision either way.
 //   - An admitted exchange holds a limiter.Permit: its slot under N and
 //     its waiting place under W. Prefilled frees the waiting place (the
 //     adapter calls it at the first output, or when the answer brings

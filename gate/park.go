@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -44,22 +45,79 @@ func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, tokens int64,
 	leave := &leaver{}
 	queuedAt := time.Now()
 	resume := func(p *limiter.Permit, err error) {
-		gone := pk.Unwatch()
-		ex.Queued, ex.QueueWait = true, time.Since(queuedAt)
-		pk.Resume(g.parkedDecision(ex, p, err, gone, chosen))
+		g.resumeParked(ex, pk, p, err, chosen, func() {
+			ex.Queued, ex.QueueWait = true, time.Since(queuedAt)
+		})
 	}
 	pk.Watch(leave.gone)
 	q, p, err := lim.Park(limiter.Request{Tokens: tokens}, resume)
 	if q == nil {
 		// Room came (or the queue filled) as the request was parked: it
 		// is decided now, unqueued.
-		gone := pk.Unwatch()
-		pk.Resume(g.parkedDecision(ex, p, err, gone, chosen))
+		g.resumeParked(ex, pk, p, err, chosen, func() {})
 		return Decision{Parked: true}
 	}
 	g.changed()
 	leave.set(q)
 	return Decision{Parked: true}
+}
+
+// resumeParked ends a parked request's wait: its watch ends (waited
+// records the wait once the watch is over), the gate decides what the
+// limiter told (p, or err), and the Parker resumes with it. It runs on
+// the limiter's goroutine, the deadline's timer, the watch's goroutine
+// or Admit's: see recoverParked for a panic there.
+func (g *Gate) resumeParked(ex *Exchange, pk Parker, p *limiter.Permit, err error, chosen bool, waited func()) {
+	var st parkedState
+	defer g.recoverParked(ex, pk, p, &st)
+	gone := pk.Unwatch()
+	waited()
+	d := g.parkedDecision(ex, p, err, gone, chosen)
+	g.decided(d, ex)
+	st.decided, st.delivered = true, true
+	pk.Resume(d)
+}
+
+// parkedState is how far resumeParked got.
+type parkedState struct {
+	decided   bool // the Observer heard the decision
+	delivered bool // the Parker was given it
+}
+
+// recoverParked, deferred by resumeParked, keeps a panic there from ending
+// the process: the limiter's grant, the deadline's timer and the watch's
+// goroutine are nobody else's to recover (net/http recovers its handlers,
+// not those), and one broken request would cut every stream; on Admit's
+// goroutine, the handler has already let the parked exchange go. The
+// panic is logged with its stack. A decision the Parker never got is replaced by a refusal,
+// engine_error, once the slot, if one was granted, is handed on: the
+// adapter then answers and ends the exchange as for any refusal. A
+// panic in the Parker's Resume is the adapter's to clean up: the gate
+// only logs it. The Observer hears the decision once either way.
+func (g *Gate) recoverParked(ex *Exchange, pk Parker, p *limiter.Permit, st *parkedState) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	g.log.Error("parked request panicked", "request_id", ex.ID, "panic", v, "stack", string(debug.Stack()))
+	if st.delivered {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("parked request panicked as it was refused", "request_id", ex.ID, "panic", v)
+		}
+	}()
+	if p != nil {
+		p.Release()
+	}
+	ex.permit, ex.admitted = nil, false
+	d := refuse(ex, EngineError)
+	d.Watched = true
+	if !st.decided {
+		g.decided(d, ex)
+	}
+	pk.Resume(d)
 }
 
 // parkedDecision decides for a parked request what the limiter told: p,
@@ -81,7 +139,7 @@ func (g *Gate) parkedDecision(ex *Exchange, p *limiter.Permit, err error, gone, 
 		d = g.grant(ex, p)
 	}
 	d.Watched, d.RankChosen = true, chosen && d.Admitted
-	return g.decided(d, ex)
+	return d
 }
 
 // leaver cancels a parked wait when its client leaves, whether the

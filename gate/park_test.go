@@ -15,8 +15,9 @@ import (
 // parker is a gate.Parker that records what the gate asked of it; the
 // test plays its client.
 type parker struct {
-	refuse bool // Park says it cannot
-	gone   bool // Unwatch says the client left
+	refuse  bool   // Park says it cannot
+	gone    bool   // Unwatch says the client left
+	panicIn string // "unwatch" or "resume": that call panics (the first time)
 
 	mu      sync.Mutex
 	calls   []string
@@ -48,6 +49,7 @@ func (p *parker) Watch(gone func()) {
 
 func (p *parker) Unwatch() bool {
 	p.record("unwatch")
+	p.panicOnce("unwatch")
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.leave = nil
@@ -56,7 +58,21 @@ func (p *parker) Unwatch() bool {
 
 func (p *parker) Resume(d gate.Decision) {
 	p.record("resume")
+	p.panicOnce("resume")
 	p.resumed <- d
+}
+
+// panicOnce panics in the call named by panicIn, the first time only.
+func (p *parker) panicOnce(call string) {
+	p.mu.Lock()
+	hit := p.panicIn == call
+	if hit {
+		p.panicIn = ""
+	}
+	p.mu.Unlock()
+	if hit {
+		panic("parker: " + call + " broke")
+	}
 }
 
 // clientLeaves plays the client leaving while the watch is on.

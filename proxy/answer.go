@@ -208,6 +208,11 @@ func (a *answers) of(o gate.Outcome, message string) *answer {
 		ans = &a.tooLarge
 	case gate.RejectedBodyTimeout:
 		ans = &a.bodyTimeout
+	case gate.EngineError:
+		// The gate's refusal of a parked request whose resumption
+		// panicked (gate.recoverParked): slotgate failed it, not the
+		// client.
+		ans = &a.badGateway
 	default: // gate.RejectedBadRequest
 		ans = &a.badRequest
 		if message != "" {
