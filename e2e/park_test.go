@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -78,11 +79,30 @@ func parkedRequest(id string) string {
 // they wait (no goroutine, not net/http's two and their buffers), and
 // come back whole: each reaches the engine as its client sent it, is
 // answered on its connection, and the connection serves the client's
-// next request, a pipelined one included.
+// next request, a pipelined one included. So with an admission policy,
+// whose classifier decides each at once.
 func TestParkedRequests(t *testing.T) {
 	needRelay(t)
+	for _, withPolicy := range []bool{false, true} {
+		name := "no policy"
+		if withPolicy {
+			name = "policy"
+		}
+		t.Run(name, func(t *testing.T) { testParkedRequests(t, withPolicy) })
+	}
+}
+
+func testParkedRequests(t *testing.T, withPolicy bool) {
 	eng := newRecordingEngine(t)
-	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "64", "--enable-profiling")
+	args := []string{"--engine-request-limit", "1", "--request-queue-limit", "64", "--enable-profiling"}
+	if withPolicy {
+		path := filepath.Join(t.TempDir(), "admission.yaml")
+		if err := os.WriteFile(path, []byte(policyYAML), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--admission-config", path)
+	}
+	sg := start(t, eng.srv.URL, nil, args...)
 	holder := make(chan result, 1)
 	go func() { holder <- post(t.Context(), http.DefaultClient, sg.proxy, "holder", "{}") }()
 	<-eng.holding

@@ -34,8 +34,10 @@ type Request struct {
 	Pinned bool
 	Rank   int
 	// Park, when set, lets the request wait in the queue without its
-	// goroutine (see Parker). It is used only without a Policy, and only
-	// for a request that finds no slot free but room in the queue.
+	// goroutine (see Parker). It is used only for a request that finds
+	// no slot free but room in the queue and, under a Policy, that its
+	// classifier did not defer (a deferred one has its watch running on
+	// its goroutine already).
 	Park Parker
 	// Tokens, when set, counts the request's prompt tokens for the
 	// limits that bound tokens (the prefill-token and queue token limits);
@@ -177,30 +179,43 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 	if g.policy == nil && ctx.Err() == nil {
 		// Most requests are admitted or refused at once: they need
 		// neither the wait's context nor the watch.
-		p, err := lim.TryAcquire(limiter.Request{Tokens: tokens})
-		switch {
-		case err == nil:
-			return g.decided(g.withRead(g.grant(ex, p), read), ex)
-		case !errors.Is(err, limiter.ErrWouldWait):
-			return g.decided(g.withRead(g.refuseAcquire(ex, err, nil, false), read), ex)
-		}
-		if req.Park != nil && req.Park.Parkable() {
-			if !read {
-				// A parked request's body is read first: the adapter
-				// hands it on with the request.
-				if d, ok := g.readFirst(ctx, ex, req.Watch); !ok {
-					return g.decided(d, ex)
-				}
-				if read = req.Watch != nil; read {
-					req.Watch = settled{req.Watch}
-				}
-			}
-			if req.Park.Park() {
-				return g.park(lim, ex, req.Park, tokens, !req.Pinned && g.ranks.ranked)
-			}
+		if d, done := g.tryOrPark(ctx, lim, ex, &req, limiter.Request{Tokens: tokens}, &read); done {
+			return d
 		}
 	}
-	return g.withRead(g.admitWaiting(ctx, lim, ex, req, tokens), read)
+	d := g.admitWaiting(ctx, lim, ex, req, tokens, &read)
+	return g.withRead(d, read)
+}
+
+// tryOrPark admits or refuses the request at once when the limiter can,
+// and parks it (Request.Park) when it would wait; done false leaves it to
+// wait on its goroutine. A request to park has its body read first
+// (readFirst): the adapter hands it on with the request. When the
+// adapter then cannot park it, req's Watch and read say that the body was
+// read, for the wait that follows.
+func (g *Gate) tryOrPark(ctx context.Context, lim *limiter.Limiter, ex *Exchange, req *Request, lreq limiter.Request, read *bool) (d Decision, done bool) {
+	p, err := lim.TryAcquire(lreq)
+	switch {
+	case err == nil:
+		return g.decided(g.withRead(g.grant(ex, p), *read), ex), true
+	case !errors.Is(err, limiter.ErrWouldWait):
+		return g.decided(g.withRead(g.refuseAcquire(ex, err, nil, false), *read), ex), true
+	}
+	if req.Park == nil || !req.Park.Parkable() {
+		return Decision{}, false
+	}
+	if !*read {
+		if d, ok := g.readFirst(ctx, ex, req.Watch); !ok {
+			return g.decided(d, ex), true
+		}
+		if *read = req.Watch != nil; *read {
+			req.Watch = settled{req.Watch}
+		}
+	}
+	if !req.Park.Park() {
+		return Decision{}, false
+	}
+	return g.park(lim, ex, req.Park, lreq, !req.Pinned && g.ranks.ranked), true
 }
 
 // readFirst runs the request's watch to its end before admission, so
@@ -254,7 +269,12 @@ func (g *Gate) decided(d Decision, ex *Exchange) Decision {
 
 // admitWaiting classifies the request and asks the limiter for a slot,
 // watching the client from the moment the request has to wait.
-func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Exchange, req Request, tokens int64) Decision {
+//
+// A classified request that its classifier did not defer (its watch has
+// not started) is admitted, refused or parked at once as one without a
+// policy is (tryOrPark), in the class the classifier chose; read is
+// admitTo's, updated when its body is read to park it.
+func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Exchange, req Request, tokens int64, read *bool) Decision {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	w := newWatcher(req.Watch, cancel)
@@ -268,10 +288,16 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 		d.Watched = w.started()
 		return d
 	}
+	lreq.Tokens = tokens
 	if g.policy != nil {
 		g.obs.Received()
+		if !w.started() && ctx.Err() == nil {
+			if d, done := g.tryOrPark(ctx, lim, ex, &req, lreq, read); done {
+				return d
+			}
+			w = newWatcher(req.Watch, cancel) // the unstarted one, or its body read
+		}
 	}
-	lreq.Tokens = tokens
 	var queuedAt time.Time
 	lreq.OnQueued = func() {
 		queuedAt = time.Now()

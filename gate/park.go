@@ -41,16 +41,17 @@ type Parker interface {
 // watched. Its admission is decided when the limiter tells, on the
 // limiter's goroutine; the one asking gets Decision.Parked. chosen says
 // the gate chose the request's rank (Decision.RankChosen).
-func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, tokens int64, chosen bool) Decision {
+func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, lreq limiter.Request, chosen bool) Decision {
 	leave := &leaver{}
 	queuedAt := time.Now()
 	resume := func(p *limiter.Permit, err error) {
 		g.resumeParked(ex, pk, p, err, chosen, func() {
-			ex.Queued, ex.QueueWait = true, time.Since(queuedAt)
+			ex.Queued = true
+			ex.QueueWait += time.Since(queuedAt) // after any classifier deferral
 		})
 	}
 	pk.Watch(leave.gone)
-	q, p, err := lim.Park(limiter.Request{Tokens: tokens}, resume)
+	q, p, err := lim.Park(lreq, resume)
 	if q == nil {
 		// Room came (or the queue filled) as the request was parked: it
 		// is decided now, unqueued.

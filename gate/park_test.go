@@ -3,11 +3,13 @@ package gate_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
 )
@@ -225,4 +227,110 @@ func TestParkedTimeoutAfterClientLeft(t *testing.T) {
 			t.Errorf("after both finished: %+v", s)
 		}
 	})
+}
+
+// TestParkedUnderPolicy: with an admission policy, a request its
+// classifier decides at once is parked as one without a policy is, in the
+// class the classifier chose and with its deadline: granted in its turn
+// (its lifecycle events following), or ended by the classifier's deadline.
+// A request the classifier deferred waits on its goroutine instead.
+func TestParkedUnderPolicy(t *testing.T) {
+	tests := []struct {
+		name    string
+		session string
+		parked  bool
+		want    gate.Outcome
+		class   string
+		events  string
+	}{
+		{name: "granted in its class", session: "batch", parked: true, want: gate.AdmittedQueued, class: "batch", events: "sent,completed"},
+		{name: "the classifier's deadline", session: "due", parked: true, want: gate.RejectedQueueTimeout, class: "interactive", events: "aborted"},
+		{name: "deferred by the classifier", session: "defer", want: gate.AdmittedQueued, class: "interactive", events: "sent,completed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := &classifier{}
+				policy := funcEventClassifier{c: c, classify: func(r *admission.Request) error {
+					switch r.Session() {
+					case "batch":
+						r.SetPolicyClass("batch")
+					case "due":
+						r.SetDueAt(time.Now().Add(time.Second))
+					case "defer":
+						time.Sleep(10 * time.Millisecond) // past the deferral grace: the watch starts
+					}
+					return nil
+				}}
+				g, lim, obs := newGate(t, limiter.Options{Slots: 1, QueueLen: 2,
+					Classes: []limiter.Class{{Name: "interactive", Quantum: 1}, {Name: "batch", Quantum: 1}}}, func(o *gate.Options) {
+					o.Policy = &gate.Policy{Classifier: policy, Classes: []string{"interactive", "batch"}, DefaultClass: "interactive"}
+				})
+				var holder, waiter gate.Exchange
+				if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+					t.Fatalf("holder: %+v", d)
+				}
+				pk := newParker()
+				ch := admitAsync(context.Background(), g, &waiter, gate.Request{Session: tc.session, Park: pk, Watch: &watch{}})
+				time.Sleep(20 * time.Millisecond) // past any deferral
+				d, returned := decided(ch)
+				if returned != tc.parked || d.Parked != tc.parked {
+					t.Fatalf("Admit returned %v (%+v) with no slot free; want parked and returned: %v", returned, d, tc.parked)
+				}
+				if s := lim.Stats(); s.Waiting != 1 {
+					t.Fatalf("waiting %d, want 1", s.Waiting)
+				}
+				if tc.want == gate.RejectedQueueTimeout {
+					time.Sleep(2 * time.Second)
+					synctest.Wait()
+				}
+				holder.BeginFlight()
+				g.Finish(&holder, false)
+				synctest.Wait()
+				if tc.parked {
+					d = <-pk.resumed
+				} else {
+					d = <-ch
+				}
+				if waiter.Outcome != tc.want || waiter.Class != tc.class || d.Admitted != (tc.want == gate.AdmittedQueued) {
+					t.Fatalf("decision %+v: %s in %s; want %s in %s", d, waiter.Outcome, waiter.Class, tc.want, tc.class)
+				}
+				if d.Admitted {
+					waiter.BeginFlight()
+					waiter.Sent()
+				}
+				g.Finish(&waiter, false)
+				if s := lim.Stats(); s.Holding != 0 || s.Waiting != 0 {
+					t.Errorf("after both finished: %+v", s)
+				}
+				// The holder's events, then the waiter's.
+				if got := strings.Join(c.got(), ","); got != "completed,"+tc.events {
+					t.Errorf("classifier events %q, want %q", got, "completed,"+tc.events)
+				}
+				obs.mu.Lock()
+				defer obs.mu.Unlock()
+				if want := []string{"admitted_direct", string(tc.want)}; !slices.Equal(obs.decided, want) {
+					t.Errorf("decided %v, want %v", obs.decided, want)
+				}
+			})
+		})
+	}
+}
+
+// funcEventClassifier classifies with its function and records events in c.
+type funcEventClassifier struct {
+	c        *classifier
+	classify func(*admission.Request) error
+}
+
+func (f funcEventClassifier) Classify(_ context.Context, r *admission.Request) error {
+	return f.classify(r)
+}
+
+func (f funcEventClassifier) OnEvent(e admission.Event) { f.c.OnEvent(e) }
+
+func (c *classifier) got() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.events)
 }

@@ -31,7 +31,8 @@ import (
 // wait: a plain HTTP/1.1 request whose body, of a declared length, is
 // small enough to hold. The rest of the rule is the callers': ServeHTTP
 // offers parking only when connections can go back to the server (the
-// relay on), and the gate asks only without a policy.
+// relay on), and the gate asks only for a request that would wait (under
+// a policy, once its classifier decided it without deferring it).
 func (pk *parking) Parkable() bool {
 	p, r := pk.ex.p, pk.ex.in
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
