@@ -47,7 +47,7 @@ func (ec *conn) send(req *http.Request, maxHead int64) (*http.Response, error) {
 	}
 	ec.wrote = true
 	for {
-		resp, err := http.ReadResponse(ec.br, req)
+		resp, err := readAnswer(ec.br, req)
 		if err != nil {
 			return nil, fmt.Errorf("read engine answer: %w", err)
 		}

@@ -5,8 +5,10 @@
 // The common request (plain HTTP/1.1, a body held in memory or none, no
 // upgrade, no Expect) takes a hand-written path on the caller's goroutine:
 // headers and body go out in one write, and the answer is read from a
-// connection of the client's pool. Everything else goes through net/http's
-// Transport, configured the same way.
+// connection of the client's pool: the common answer's head (HTTP/1.1, a
+// stated length) by a parser of its own, fuzzed to read exactly what
+// http.ReadResponse reads, every other by ReadResponse. Everything else
+// goes through net/http's Transport, configured the same way.
 //
 // Invariants:
 //
@@ -35,5 +37,6 @@
 //     path counts interim answers (1xx) in the limit; net/http's counts
 //     each head on its own.
 //   - Close closes the idle connections of both paths.
-//   - Only the standard library is imported.
+//   - Only the standard library is imported, and internal/httpsyntax's
+//     grammar.
 package engine

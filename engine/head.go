@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/slotgate/slotgate/internal/httpsyntax"
 )
 
 // appendHead appends the head of req, whose body is n bytes in memory (0:
@@ -33,7 +35,7 @@ func appendHead(b []byte, req *http.Request, n int64) ([]byte, bool) {
 		if writtenApart(k) {
 			continue
 		}
-		if !isToken(k) {
+		if !httpsyntax.Token(k) {
 			return b, false
 		}
 		for _, v := range vv {
@@ -117,21 +119,4 @@ func hasCTL(s string) bool {
 		}
 	}
 	return false
-}
-
-// isToken reports whether s is an RFC 9110 token, as a header name must
-// be.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }

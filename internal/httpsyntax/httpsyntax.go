@@ -1,7 +1,8 @@
 // Package httpsyntax holds the HTTP/1.1 grammar that slotgate checks on
 // raw bytes, before net/http parses them: the proxy port's listener, which
-// frames requests, and the proxy's early refusals, which answer some of
-// them. It is the standard library's only, and keeps no state: its tables
+// frames requests, the proxy's early refusals, which answer some of
+// them, and the engine client, which reads the common answer's head. Each
+// function takes a string or bytes. It is the standard library's only, and keeps no state: its tables
 // are read-only.
 package httpsyntax
 
@@ -19,12 +20,12 @@ var tokenChars = func() (t [256]bool) {
 
 // Token reports whether b is an HTTP token, as a method or a header name
 // must be.
-func Token(b []byte) bool {
+func Token[T ~string | ~[]byte](b T) bool {
 	if len(b) == 0 {
 		return false
 	}
-	for _, c := range b {
-		if !tokenChars[c] {
+	for i := range len(b) {
+		if !tokenChars[b[i]] {
 			return false
 		}
 	}
@@ -34,11 +35,12 @@ func Token(b []byte) bool {
 // EqualFold reports whether b is lower (a lower-case ASCII string) with
 // its ASCII letters in either case: header names and the values HTTP
 // compares without case. Unicode's folds (ſ for s, K for k) do not count.
-func EqualFold(b []byte, lower string) bool {
+func EqualFold[T ~string | ~[]byte](b T, lower string) bool {
 	if len(b) != len(lower) {
 		return false
 	}
-	for i, c := range b {
+	for i := range len(b) {
+		c := b[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
@@ -50,12 +52,13 @@ func EqualFold(b []byte, lower string) bool {
 }
 
 // Decimal parses a Content-Length: 1 to 18 digits, no sign, no list.
-func Decimal(b []byte) (int64, bool) {
+func Decimal[T ~string | ~[]byte](b T) (int64, bool) {
 	if len(b) == 0 || len(b) > 18 {
 		return 0, false
 	}
 	var n int64
-	for _, c := range b {
+	for i := range len(b) {
+		c := b[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}

@@ -16,14 +16,14 @@ func TestToken(t *testing.T) {
 	}
 	for c := range 256 {
 		b := byte(c)
-		if got := httpsyntax.Token([]byte{b}); got != in[b] {
-			t.Errorf("Token(%q) = %v, want %v", b, got, in[b])
+		if got := httpsyntax.Token([]byte{b}); got != in[b] || httpsyntax.Token(string(b)) != got {
+			t.Errorf("Token(%q) = %v (of bytes), %v (of a string), want %v", b, got, httpsyntax.Token(string(b)), in[b])
 		}
 		if got := httpsyntax.Token([]byte{'a', b, 'z'}); got != in[b] {
 			t.Errorf("Token(%q) = %v, want %v", []byte{'a', b, 'z'}, got, in[b])
 		}
 	}
-	if httpsyntax.Token(nil) {
+	if httpsyntax.Token([]byte(nil)) || httpsyntax.Token("") {
 		t.Error("Token of nothing = true, want false")
 	}
 }
@@ -48,8 +48,8 @@ func TestEqualFold(t *testing.T) {
 		{"@", "`", false}, // one below A and one below a: not letters
 		{"[", "{", false},
 	} {
-		if got := httpsyntax.EqualFold([]byte(tc.b), tc.lower); got != tc.want {
-			t.Errorf("EqualFold(%q, %q) = %v, want %v", tc.b, tc.lower, got, tc.want)
+		if got := httpsyntax.EqualFold([]byte(tc.b), tc.lower); got != tc.want || httpsyntax.EqualFold(tc.b, tc.lower) != got {
+			t.Errorf("EqualFold(%q, %q) = %v (of bytes), %v (of a string), want %v", tc.b, tc.lower, got, httpsyntax.EqualFold(tc.b, tc.lower), tc.want)
 		}
 	}
 }
@@ -74,6 +74,9 @@ func TestDecimal(t *testing.T) {
 	} {
 		if n, ok := httpsyntax.Decimal([]byte(tc.b)); ok != tc.want || ok && n != tc.n {
 			t.Errorf("Decimal(%q) = %d, %v; want %d, %v", tc.b, n, ok, tc.n, tc.want)
+		}
+		if n, ok := httpsyntax.Decimal(tc.b); ok != tc.want || ok && n != tc.n {
+			t.Errorf("Decimal of the string %q = %d, %v; want %d, %v", tc.b, n, ok, tc.n, tc.want)
 		}
 	}
 }
