@@ -11,17 +11,18 @@ import "github.com/slotgate/slotgate/limiter"
 // and the request goes to Admit as usual.
 //
 // The request is one pinned to no rank, whose prompt is not yet
-// counted. So it decides only what does not depend on the request: with
-// no Policy (a classifier reads the request); with limits per rank, on
-// the rank with the most room, as Admit places an unpinned request; and
-// under a token limit, only the refusals that hold whatever the prompt's
-// tokens (limiter.Refuses asked with none). Otherwise it returns false.
+// counted. So it decides only what does not depend on the request: under
+// a Policy, only draining and busy, which Admit decides before the
+// classifier reads the request; with limits per rank, on the rank with
+// the most room, as Admit places an unpinned request; and under a token
+// limit, only the refusals that hold whatever the prompt's tokens
+// (limiter.Refuses asked with none). Otherwise it returns false.
 func (g *Gate) RefuseAtOnce(ex *Exchange) bool {
-	if g.policy != nil {
-		return false
-	}
 	if g.arrive(ex, Request{}) {
 		return true
+	}
+	if g.policy != nil {
+		return false // the classifier reads the request before the limiter
 	}
 	lim, rank, _ := g.ranks.pick(false, Unpinned)
 	err := lim.Refuses(limiter.Request{})

@@ -17,11 +17,14 @@ func TestRefuseAtOnce(t *testing.T) {
 	tests := []struct {
 		name           string
 		draining, busy bool
-		held, queued   int // slots taken, places in the queue taken (Slots 1, QueueLen 1)
+		policy         bool // under an admission policy (its classifier admits all)
+		held, queued   int  // slots taken, places in the queue taken (Slots 1, QueueLen 1)
 		want           gate.Outcome
 	}{
 		{name: "draining", draining: true, want: gate.RejectedDraining},
 		{name: "busy", busy: true, want: gate.RejectedBusy},
+		{name: "draining under a policy", draining: true, policy: true, want: gate.RejectedDraining},
+		{name: "busy under a policy", busy: true, policy: true, want: gate.RejectedBusy},
 		{name: "queue full", held: 1, queued: 1, want: gate.RejectedCapacity},
 		{name: "slot free", want: ""},
 		{name: "room in the queue", held: 1, want: ""},
@@ -33,8 +36,15 @@ func TestRefuseAtOnce(t *testing.T) {
 			var lims [2]*limiter.Limiter
 			var gates [2]*gate.Gate
 			for i := range 2 {
-				gates[i], lims[i], obs[i] = newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, func(o *gate.Options) {
+				lo := limiter.Options{Slots: 1, QueueLen: 1}
+				if tc.policy {
+					lo.Classes = []limiter.Class{{Name: "a", Quantum: 1}}
+				}
+				gates[i], lims[i], obs[i] = newGate(t, lo, func(o *gate.Options) {
 					o.Busy = func() bool { return tc.busy }
+					if tc.policy {
+						o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
+					}
 				})
 				fill(t, lims[i], tc.held, tc.queued)
 				if tc.draining {
@@ -90,15 +100,16 @@ func fill(t *testing.T, lim *limiter.Limiter, held, queued int) {
 }
 
 // TestRefuseAtOnceLeavesRequestsItCannotJudge: a classifier reads the
-// request, and under a token limit a refusal may depend on the prompt:
+// request before the limiter (a full queue is its classifier's to see
+// first), and under a token limit a refusal may depend on the prompt:
 // then the gate leaves the request to Admit.
 func TestRefuseAtOnceLeavesRequestsItCannotJudge(t *testing.T) {
 	t.Run("policy", func(t *testing.T) {
-		g, lim, obs := newGate(t, limiter.Options{Slots: 1, Classes: []limiter.Class{{Name: "a", Quantum: 1}}},
+		g, lim, obs := newGate(t, limiter.Options{Slots: 1, QueueLen: 1, Classes: []limiter.Class{{Name: "a", Quantum: 1}}},
 			func(o *gate.Options) {
 				o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
 			})
-		fill(t, lim, 1, 0)
+		fill(t, lim, 1, 1)
 		var ex gate.Exchange
 		if g.RefuseAtOnce(&ex) || ex.Outcome != "" || obs.received != 0 {
 			t.Errorf("RefuseAtOnce refused (%q, %d received), want it left to Admit", ex.Outcome, obs.received)
