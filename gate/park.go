@@ -90,11 +90,12 @@ type parkedState struct {
 // goroutine are nobody else's to recover (net/http recovers its handlers,
 // not those), and one broken request would cut every stream; on Admit's
 // goroutine, the handler has already let the parked exchange go. The
-// panic is logged with its stack. A decision the Parker never got is replaced by a refusal,
-// engine_error, once the slot, if one was granted, is handed on: the
-// adapter then answers and ends the exchange as for any refusal. A
-// panic in the Parker's Resume is the adapter's to clean up: the gate
-// only logs it. The Observer hears the decision once either way.
+// panic is logged with its stack. A decision the Parker never got is
+// replaced by a refusal, engine_error, once the slot, if one was
+// granted, is handed on: the adapter then answers and ends the exchange
+// as for any refusal. A panic in the Parker's Resume is the adapter's to
+// clean up: the gate only logs it. The Observer hears the decision once
+// either way.
 func (g *Gate) recoverParked(ex *Exchange, pk Parker, p *limiter.Permit, st *parkedState) {
 	v := recover()
 	if v == nil {
