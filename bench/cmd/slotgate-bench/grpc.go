@@ -50,6 +50,7 @@ func grpcScenario() scenario {
 		n:       256,
 		q:       16,
 		grpc:    true,
+		targets: []string{"direct", "slotgate", "slotgate-proxyport", "haproxy", "nginx"},
 		metrics: []string{"calls/s", "msgs/s", "TTFT p50 ms", "TTFT p99 ms", "proxy CPU µs/msg", "errors"},
 		ratio:   []string{"msgs/s"},
 		added:   []string{"TTFT p50 ms", "TTFT p99 ms"},

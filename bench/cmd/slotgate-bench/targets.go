@@ -32,7 +32,11 @@ type upstream struct {
 // instance is one started target.
 type instance struct {
 	addr string // host:port the client talks to
-	pid  int    // the proxy's process, 0 for direct
+	// proxy is slotgate's proxy port (--listen), which takes gRPC calls
+	// too; addr is its --grpc-listen port in the gRPC scenario. "" for
+	// the others.
+	proxy string
+	pid   int // the proxy's process, 0 for direct
 	// admin is slotgate's admin host:port (its pprof profiles); "" for
 	// the others.
 	admin string
@@ -83,6 +87,8 @@ func (e *env) targets(names []string, grpc bool) []target {
 		all["slotgate-1p"] = e.upSlotgateOneProc
 		if !grpc {
 			all["slotgate-nethttp"] = e.upSlotgateNetHTTP
+		} else {
+			all["slotgate-proxyport"] = e.upSlotgateProxyPort
 		}
 	}
 	if e.baseBin != "" {
@@ -112,7 +118,8 @@ func (e *env) targets(names []string, grpc bool) []target {
 }
 
 // upSlotgate starts slotgate in front of up's HTTP API and, when up has
-// one, its gRPC API, which slotgate then takes on its proxy port.
+// one, its gRPC API, which slotgate then takes on a port of its own
+// (--grpc-listen, grpc-go's own server), as the deploy manifests run it.
 func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance, error) {
 	return e.upSlotgateWith(ctx, "slotgate", up, n, q)
 }
@@ -122,6 +129,19 @@ func (e *env) upSlotgate(ctx context.Context, up upstream, n, q int) (*instance,
 // 17), HTTP only, to compare the two stream paths in one run.
 func (e *env) upSlotgateNetHTTP(ctx context.Context, up upstream, n, q int) (*instance, error) {
 	return e.upSlotgateWith(ctx, "slotgate-nethttp", up, n, q, "--stream-relay", "off")
+}
+
+// upSlotgateProxyPort starts slotgate as upSlotgate does, for the gRPC
+// scenario, with the calls sent to its proxy port instead: net/http's h2c
+// server hands them to grpc-go's ServeHTTP, the slower of slotgate's two
+// gRPC paths.
+func (e *env) upSlotgateProxyPort(ctx context.Context, up upstream, n, q int) (*instance, error) {
+	in, err := e.upSlotgateWith(ctx, "slotgate-proxyport", up, n, q)
+	if err != nil {
+		return nil, err
+	}
+	in.addr = in.proxy
+	return in, nil
 }
 
 // upSlotgateOneProc starts slotgate on one processor (--max-procs 1), as
@@ -173,14 +193,20 @@ func (e *env) upSlotgateFrom(ctx context.Context, bin, name string, up upstream,
 		"--shutdown-timeout", "1s",
 	}
 	args = append(args, extra...)
-	ready := httpHealth
+	ready, calls := httpHealth, addr
 	if up.grpc != "" {
-		args, ready = append(args, "--engine-grpc-url", "http://"+up.grpc), grpcHealth
+		grpcPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		calls = "127.0.0.1:" + strconv.Itoa(grpcPort)
+		args, ready = append(args, "--engine-grpc-url", "http://"+up.grpc, "--grpc-listen", calls), grpcHealth
 	}
-	in, err := e.launch(ctx, name, addr, ready, bin, args...)
+	in, err := e.launch(ctx, name, calls, ready, bin, args...)
 	if err != nil {
 		return nil, err
 	}
+	in.proxy = addr
 	in.queued = slotgateQueue(admin)
 	in.admin = admin
 	return in, nil
