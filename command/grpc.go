@@ -56,7 +56,8 @@ func newGRPCParts(cfg config.Config, deps grpcDeps, log *zap.Logger) (*grpcParts
 			return status.Error(codes.Unimplemented, msgNoGRPCEngine)
 		}))
 	} else {
-		cc, err := grpc.NewClient(cfg.EngineGRPCURL.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		dial := append(grpcproxy.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(cfg.EngineGRPCURL.Host, dial...)
 		if err != nil {
 			return nil, err
 		}

@@ -8,7 +8,8 @@
 // The caller builds the server with grpc.NewServer(p.ServerOptions()...)
 // and may register its own services on it (grpc.health.v1, reflection, the
 // load report): those are served by the server itself, everything else
-// goes through the proxy.
+// goes through the proxy. It dials the engine with DialOptions(), whose
+// flow-control windows match the server's.
 //
 // One call's life, in handle (handler.go) and forward (forward.go):
 //
