@@ -276,3 +276,71 @@ func TestHelmIssue19Values(t *testing.T) {
 		t.Error(`overload.retryAfter "automatic" rendered; the schema should reject it`)
 	}
 }
+
+// TestHelmGRPCPort: with a gRPC engine and ports.grpc unset, the chart
+// gives slotgate its own gRPC port, 9092 (grpc-go's own server, half the
+// CPU per streamed message of the proxy port): the variable, the container
+// port, the Service port and the NetworkPolicy's; ports.grpc sets another,
+// 0 none; without a gRPC engine there is none.
+func TestHelmGRPCPort(t *testing.T) {
+	ch, err := loader.LoadDir(helmChartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployment := func(ports map[string]any) map[string]any {
+		v := map[string]any{"mode": "deployment", "engine": map[string]any{"grpcPort": 50051},
+			"networkPolicy": map[string]any{"enabled": true}}
+		if ports != nil {
+			v["ports"] = ports
+		}
+		return v
+	}
+	tests := []struct {
+		name   string
+		values map[string]any
+		want   string // the port, "" for none
+	}{
+		{"a gRPC engine", deployment(nil), "9092"},
+		{"an engine gRPC URL, default mode", map[string]any{"upstream": map[string]any{"grpcUrl": "http://127.0.0.1:50051"},
+			"networkPolicy": map[string]any{"enabled": true}}, "9092"},
+		{"ports.grpc set", deployment(map[string]any{"grpc": 9000}), "9000"},
+		{"ports.grpc 0", deployment(map[string]any{"grpc": 0}), ""},
+		{"no gRPC engine", map[string]any{}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helmRender(ch, tc.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each line without its indentation, which differs by template.
+			var lines []string
+			for _, doc := range out {
+				for line := range strings.SplitSeq(doc, "\n") {
+					lines = append(lines, strings.TrimSpace(line))
+				}
+			}
+			all := strings.Join(lines, "\n")
+			listen := strings.Contains(all, "SLOTGATE_GRPC_LISTEN")
+			if tc.want == "" {
+				if listen || strings.Contains(all, "- name: grpc\n") {
+					t.Errorf("a gRPC port rendered, want none:\n%s", all)
+				}
+				return
+			}
+			for _, want := range []string{
+				"- name: SLOTGATE_GRPC_LISTEN\nvalue: \":" + tc.want + "\"",
+				"- name: grpc\ncontainerPort: " + tc.want,
+				"- name: grpc\nport: " + tc.want + "\ntargetPort: grpc",
+				"- port: " + tc.want + "\nprotocol: TCP", // the NetworkPolicy's
+			} {
+				if !strings.Contains(all, want) {
+					t.Errorf("the render has no %q", want)
+				}
+			}
+		})
+	}
+	if _, err := helmRender(ch, deployment(map[string]any{"grpc": nil, "proxy": 9092})); err == nil || !strings.Contains(err.Error(), "ports collide") {
+		t.Errorf("the proxy port on the gRPC port's 9092: %v; want the chart to refuse it", err)
+	}
+}

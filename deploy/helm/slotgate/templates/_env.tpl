@@ -47,9 +47,9 @@ everything else only when set, so slotgate's defaults apply otherwise.
   {{- else }}
   value: {{ include "slotgate.adminAddr" (dict "root" . "port" $v.ports.adminGrpc) | quote }}
   {{- end }}
-{{- if not (kindIs "invalid" $v.ports.grpc) }}
+{{- with include "slotgate.grpcPort" . }}
 - name: SLOTGATE_GRPC_LISTEN
-  value: {{ printf ":%d" (int64 $v.ports.grpc) | quote }}
+  value: {{ printf ":%s" . | quote }}
 {{- end }}
 {{- /* limits: N, W, Q */}}
 {{- include "slotgate.envVar" (list "DYN_BACKEND_ADMISSION_ENGINE_REQUEST_LIMIT" $v.limits.engineRequestLimit "int") }}

@@ -97,3 +97,19 @@ engine shutdown timeout + slotgate's teardown margin, unless set.
 {{- $g -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+slotgate.grpcPort is slotgate's port of its own for gRPC calls
+(SLOTGATE_GRPC_LISTEN): ports.grpc when set (0: none); unset, 9092 when
+slotgate forwards gRPC to an engine (upstream.grpcUrl, or engine.grpcPort
+in deployment mode), since grpc-go's own server there costs half the CPU
+per streamed message of the proxy port's; else none. Empty: none.
+*/}}
+{{- define "slotgate.grpcPort" -}}
+{{- $v := .Values -}}
+{{- if not (kindIs "invalid" $v.ports.grpc) -}}
+{{- if gt (int64 $v.ports.grpc) 0 }}{{ int64 $v.ports.grpc }}{{ end -}}
+{{- else if or (not (kindIs "invalid" $v.upstream.grpcUrl)) (and (eq $v.mode "deployment") (not (kindIs "invalid" $v.engine.grpcPort))) -}}
+9092
+{{- end -}}
+{{- end -}}

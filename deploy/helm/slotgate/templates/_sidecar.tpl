@@ -33,9 +33,9 @@ ports:
     containerPort: {{ int64 $v.ports.adminGrpc }}
     protocol: TCP
   {{- end }}
-  {{- if not (kindIs "invalid" $v.ports.grpc) }}
+  {{- with include "slotgate.grpcPort" . }}
   - name: {{ $v.ports.grpcName }}
-    containerPort: {{ int64 $v.ports.grpc }}
+    containerPort: {{ . }}
     protocol: TCP
   {{- end }}
 env:

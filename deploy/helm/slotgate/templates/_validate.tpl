@@ -31,7 +31,7 @@ Renders nothing.
 {{- /* Every port of the pod is in one network namespace. */ -}}
 {{- $ports := list (int64 $v.ports.proxy) (int64 $v.ports.admin) -}}
 {{- if not (kindIs "invalid" $v.ports.adminGrpc) }}{{ $ports = append $ports (int64 $v.ports.adminGrpc) }}{{ end -}}
-{{- if not (kindIs "invalid" $v.ports.grpc) }}{{ $ports = append $ports (int64 $v.ports.grpc) }}{{ end -}}
+{{- with include "slotgate.grpcPort" . }}{{ $ports = append $ports (int64 .) }}{{ end -}}
 {{- if eq $v.mode "deployment" -}}
 {{- $ports = append $ports (int64 $v.engine.port) -}}
 {{- if not (kindIs "invalid" $v.engine.grpcPort) }}{{ $ports = append $ports (int64 $v.engine.grpcPort) }}{{ end -}}
