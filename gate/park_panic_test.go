@@ -1,36 +1,17 @@
 package gate_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/internal/testlog"
 	"github.com/slotgate/slotgate/limiter"
 )
-
-// lockedBuffer is a log's output, written from the gate's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // TestParkedPanic: a panic as a parked request resumes, on the limiter's
 // goroutine where nobody else would recover it, ends neither the process
@@ -56,9 +37,9 @@ func TestParkedPanic(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var logged lockedBuffer
+				logged := testlog.New()
 				g, lim, obs := newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, func(o *gate.Options) {
-					o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+					o.Logger = slog.New(slog.NewTextHandler(logged, nil))
 				})
 				var holder, waiter gate.Exchange
 				waiter.ID = "parked-1"

@@ -1,19 +1,18 @@
 package proxy_test
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/internal/testlog"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -44,24 +43,6 @@ func (c panickingCore) Write(_ zapcore.Entry, fields []zapcore.Field) error {
 	return nil
 }
 
-// syncBuffer is a log written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestParkedPanicKeepsServing: a parked request whose client leaves is
 // ended on the relay's watch goroutine, which nobody else recovers; a
 // panic there (its access-log line breaks) is logged by the gate, and the
@@ -69,12 +50,12 @@ func (w *syncBuffer) String() string {
 // proxy serves the next request once the slot is free.
 func TestParkedPanicKeepsServing(t *testing.T) {
 	held := newHeldEngine()
-	var gateLog syncBuffer
+	gateLog := testlog.New()
 	h := newRelayHarness(t, harnessConfig{
 		engine: held,
 		limits: limiter.Options{Slots: 1, QueueLen: 1},
 		gate: func(o *gate.Options) {
-			o.Logger = slog.New(slog.NewTextHandler(&gateLog, nil))
+			o.Logger = slog.New(slog.NewTextHandler(gateLog, nil))
 		},
 		options: func(o *proxy.Options) {
 			o.AccessLog = zap.New(panickingCore{Core: zapcore.NewNopCore(), path: "/v1/boom"})
@@ -91,11 +72,8 @@ func TestParkedPanicKeepsServing(t *testing.T) {
 	h.waitStats("the request to wait", func(s limiter.Stats) bool { return s.Waiting == 1 })
 	_ = c.Close() // the client leaves: the watch ends the parked exchange
 	h.waitStats("the queue to empty", func(s limiter.Stats) bool { return s.Waiting == 0 && s.CancelledWaiting == 1 })
-	waitFor(t, "the gate to log the panic", func() bool {
-		return strings.Contains(gateLog.String(), "parked request panicked")
-	})
-	if out := gateLog.String(); !strings.Contains(out, "access log: broken on /v1/boom") {
-		t.Errorf("the gate's log lacks the panic's value:\n%s", out)
+	if line := gateLog.WaitFor(t, "parked request panicked", bound); !strings.Contains(line, "access log: broken on /v1/boom") {
+		t.Errorf("the gate's log line lacks the panic's value: %s", line)
 	}
 	held.release()
 	if r := receive(t, "the holder's answer", holder); r.err != nil || r.status != http.StatusOK {
