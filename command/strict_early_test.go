@@ -125,6 +125,17 @@ func post(path string) string {
 	return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
 }
 
+// keptConn dials the server and has net/http serve the connection's
+// first request, which is never answered early: what the test sends next
+// comes on a kept connection that net/http owes nothing.
+func keptConn(t *testing.T, dial func() (net.Conn, *bufio.Reader)) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br := dial()
+	send(t, c, post("/first"))
+	answers(t, br, 1)
+	return c, br
+}
+
 // answers reads n answers and returns "status path" of each.
 func answers(t *testing.T, br *bufio.Reader, n int) []string {
 	t.Helper()
@@ -188,9 +199,7 @@ func TestEarlyAnswers(t *testing.T) {
 func TestEarlyAnswersKeepOrder(t *testing.T) {
 	r := &pathRefuser{}
 	dial, _, _ := earlyServer(t, r, time.Minute)
-	c, br := dial()
-	send(t, c, post("/first"))
-	answers(t, br, 1)
+	c, br := keptConn(t, dial)
 	send(t, c, post("/ok")+post("/refuse-behind")+post("/refuse-behind-2"))
 	got := answers(t, br, 3)
 	send(t, c, post("/refuse-1")+post("/refuse-2")+post("/ok-after"))
@@ -205,9 +214,7 @@ func TestEarlyAnswersKeepOrder(t *testing.T) {
 func TestEarlyAnswersWantWholeRequests(t *testing.T) {
 	r := &pathRefuser{}
 	dial, _, _ := earlyServer(t, r, time.Minute)
-	c, br := dial()
-	send(t, c, post("/first"))
-	answers(t, br, 1)
+	c, br := keptConn(t, dial)
 
 	send(t, c, post("/refuse-0"))
 	got := answers(t, br, 1)
@@ -231,9 +238,7 @@ func TestEarlyAnswersWantWholeRequests(t *testing.T) {
 func TestEarlyAnswersRenewTheIdleDeadline(t *testing.T) {
 	const idle = time.Second
 	dial, closed, _ := earlyServer(t, &pathRefuser{}, idle)
-	c, br := dial()
-	send(t, c, post("/first"))
-	answers(t, br, 1)
+	c, br := keptConn(t, dial)
 	for start := time.Now(); time.Since(start) < 5*idle/2; time.Sleep(20 * time.Millisecond) {
 		send(t, c, post("/refuse"))
 		if got := answers(t, br, 1); got[0] != "529 /refuse" {
@@ -254,9 +259,7 @@ func TestEarlyAnswersRenewTheIdleDeadline(t *testing.T) {
 // ends the connection, as net/http ends one whose client left.
 func TestEarlyAnswerToAClientGone(t *testing.T) {
 	dial, closed, _ := earlyServer(t, &pathRefuser{}, time.Minute)
-	c, br := dial()
-	send(t, c, post("/first"))
-	answers(t, br, 1)
+	c, _ := keptConn(t, dial)
 	send(t, c, post("/refuse"))
 	_ = c.Close()
 	select {
