@@ -56,9 +56,10 @@ func peekHead(br *bufio.Reader) []byte {
 // is 0), and reports true; or false when the answer is not of the shape
 // it takes:
 //   - the status line is "HTTP/1.1", a final status that allows a body
-//     (not 1xx, 204 or 304), and a reason phrase of printable bytes;
+//     (not 1xx, 204 or 304), and a reason phrase of printable ASCII,
+//     spaces and tabs;
 //   - each header line is a token, a colon and a value of printable
-//     bytes, spaces and tabs (no line folding);
+//     ASCII, spaces and tabs (no line folding);
 //   - exactly one Content-Length, digits only; no Transfer-Encoding,
 //     Connection, Trailer or Pragma (each of which ReadResponse acts on);
 //   - req is not HEAD.
@@ -69,7 +70,7 @@ func parseAnswer(head []byte, req *http.Request) (*http.Response, bool) {
 	s := string(head) // the one copy: names and values are its substrings
 	line, rest, _ := strings.Cut(s, "\r\n")
 	status, ok := strings.CutPrefix(line, "HTTP/1.1 ")
-	if !ok || len(status) < 3 || len(status) > 3 && status[3] != ' ' || !printable(status) {
+	if !ok || len(status) < 3 || len(status) > 3 && status[3] != ' ' || !httpsyntax.FieldValue(status) {
 		return nil, false
 	}
 	code := 0
@@ -107,7 +108,7 @@ func parseFields(fields string) (http.Header, int64, bool) {
 		line, rest, _ := strings.Cut(fields, "\r\n")
 		fields = rest
 		name, value, ok := strings.Cut(line, ":")
-		if !ok || !httpsyntax.Token(name) || !fieldValue(value) {
+		if !ok || !httpsyntax.Token(name) || !httpsyntax.FieldValue(value) {
 			return nil, 0, false
 		}
 		value = strings.Trim(value, " \t")
@@ -149,26 +150,6 @@ var commonNames = [...]struct{ lower, canonical string }{
 	{"content-type", "Content-Type"}, {"content-length", "Content-Length"}, {"date", "Date"},
 	{"server", "Server"}, {"connection", "Connection"}, {"transfer-encoding", "Transfer-Encoding"},
 	{"trailer", "Trailer"}, {"pragma", "Pragma"},
-}
-
-// printable reports whether s is visible ASCII and spaces.
-func printable(s string) bool {
-	for _, c := range []byte(s) {
-		if c < ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// fieldValue reports whether s is visible ASCII, spaces and tabs.
-func fieldValue(s string) bool {
-	for _, c := range []byte(s) {
-		if (c < ' ' && c != '\t') || c > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // lengthBody is an answer's body of a stated length, read from the

@@ -141,7 +141,7 @@ func parseEarlyHead(head []byte) (earlyHead, bool) {
 			break
 		}
 		name, value, found := bytes.Cut(line, []byte(":"))
-		if !found || !httpsyntax.Token(name) || !printable(value) {
+		if !found || !httpsyntax.Token(name) || !httpsyntax.FieldValue(value) {
 			return h, false
 		}
 		value = bytes.Trim(value, " \t")
@@ -215,16 +215,6 @@ func cutCRLF(b []byte) (line, rest []byte, ok bool) {
 		return nil, b, false
 	}
 	return b[:i], b[i+2:], true
-}
-
-// printable reports whether b holds only tabs and printable ASCII.
-func printable(b []byte) bool {
-	for _, c := range b {
-		if (c < ' ' && c != '\t') || c >= 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // hostBytes reports whether b is a non-empty host of letters, digits and

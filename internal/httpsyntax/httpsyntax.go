@@ -66,3 +66,16 @@ func Decimal[T ~string | ~[]byte](b T) (int64, bool) {
 	}
 	return n, true
 }
+
+// FieldValue reports whether b holds only printable ASCII, spaces and
+// tabs: a header value (or a reason phrase) of the plain shape, which
+// every HTTP/1.1 reader takes alike. Control bytes and bytes past ASCII
+// are left to net/http.
+func FieldValue[T ~string | ~[]byte](b T) bool {
+	for i := range len(b) {
+		if c := b[i]; (c < ' ' && c != '\t') || c > '~' {
+			return false
+		}
+	}
+	return true
+}

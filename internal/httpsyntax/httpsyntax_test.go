@@ -80,3 +80,19 @@ func TestDecimal(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldValue: printable ASCII, spaces and tabs, nothing else: not
+// CR, LF or another control byte, not DEL, not a byte past ASCII.
+func TestFieldValue(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		want := b == '\t' || (b >= ' ' && b <= '~')
+		v := []byte{'a', b, 'z'}
+		if got := httpsyntax.FieldValue(v); got != want || httpsyntax.FieldValue(string(v)) != got {
+			t.Errorf("FieldValue(%q) = %v (of bytes), %v (of a string), want %v", v, got, httpsyntax.FieldValue(string(v)), want)
+		}
+	}
+	if !httpsyntax.FieldValue("") || !httpsyntax.FieldValue([]byte(nil)) {
+		t.Error("FieldValue of nothing = false, want true: an empty value is a value")
+	}
+}
