@@ -45,17 +45,14 @@ func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, lreq limiter.
 	leave := &leaver{}
 	queuedAt := time.Now()
 	resume := func(p *limiter.Permit, err error) {
-		g.resumeParked(ex, pk, p, err, chosen, func() {
-			ex.Queued = true
-			ex.QueueWait += time.Since(queuedAt) // after any classifier deferral
-		})
+		g.resumeParked(ex, pk, p, err, chosen, queuedAt)
 	}
 	pk.Watch(leave.gone)
 	q, p, err := lim.Park(lreq, resume)
 	if q == nil {
 		// Room came (or the queue filled) as the request was parked: it
 		// is decided now, unqueued.
-		g.resumeParked(ex, pk, p, err, chosen, func() {})
+		g.resumeParked(ex, pk, p, err, chosen, time.Time{})
 		return Decision{Parked: true}
 	}
 	g.changed()
@@ -63,16 +60,19 @@ func (g *Gate) park(lim *limiter.Limiter, ex *Exchange, pk Parker, lreq limiter.
 	return Decision{Parked: true}
 }
 
-// resumeParked ends a parked request's wait: its watch ends (waited
-// records the wait once the watch is over), the gate decides what the
-// limiter told (p, or err), and the Parker resumes with it. It runs on
-// the limiter's goroutine, the deadline's timer, the watch's goroutine
-// or Admit's: see recoverParked for a panic there.
-func (g *Gate) resumeParked(ex *Exchange, pk Parker, p *limiter.Permit, err error, chosen bool, waited func()) {
+// resumeParked ends a parked request's wait: its watch ends, the wait
+// since queuedAt is recorded (zero: it was never queued), the gate decides
+// what the limiter told (p, or err), and the Parker resumes with it. It
+// runs on the limiter's goroutine, the deadline's timer, the watch's
+// goroutine or Admit's: see recoverParked for a panic there.
+func (g *Gate) resumeParked(ex *Exchange, pk Parker, p *limiter.Permit, err error, chosen bool, queuedAt time.Time) {
 	var st parkedState
 	defer g.recoverParked(ex, pk, p, &st)
 	gone := pk.Unwatch()
-	waited()
+	if !queuedAt.IsZero() {
+		ex.Queued = true
+		ex.QueueWait += time.Since(queuedAt) // after any classifier deferral
+	}
 	d := g.parkedDecision(ex, p, err, gone, chosen)
 	g.decided(d, ex)
 	st.decided, st.delivered = true, true
