@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -123,6 +124,25 @@ func (c *Client) Do(req *http.Request, body []byte) (*http.Response, error) {
 	}
 	return c.tr.RoundTrip(req)
 }
+
+// SendRaw sends raw, a whole HTTP/1.1 request the caller wrote for the
+// engine (its request line, a Host and a Content-Length, its body), on
+// the hand-written path, and returns the engine's final answer as Do
+// does. It is for the proxy's front end, which forwards a request it read
+// raw without building an *http.Request (proxy.Proxy.AnswerEarly). The
+// client must be for an http engine URL (Raw). replayable says whether the
+// request may be sent again after the engine may have read it (see
+// replayable): a generation may not. The end of ctx cuts the exchange
+// short, until the answer's body is closed.
+func (c *Client) SendRaw(ctx context.Context, raw []byte, replayable bool) (*http.Response, error) {
+	d := c.direct
+	return d.retrying(ctx, replayable, func(ec *conn) (*http.Response, error) {
+		return ec.sendRaw(raw, d.maxHead)
+	})
+}
+
+// Raw reports whether SendRaw may be used: the engine is plain HTTP.
+func (c *Client) Raw() bool { return c.direct.plainHTTP }
 
 // WithBody returns a shallow copy of req that sends body, which net/http's
 // Transport recognises as in memory: it then writes it with the headers,

@@ -46,6 +46,24 @@ func (ec *conn) send(req *http.Request, maxHead int64) (*http.Response, error) {
 		return nil, fmt.Errorf("write engine request: %w", err)
 	}
 	ec.wrote = true
+	return ec.readFinal(req)
+}
+
+// sendRaw is send for a request the caller wrote whole, head and body.
+func (ec *conn) sendRaw(raw []byte, maxHead int64) (*http.Response, error) {
+	ec.read.start(maxHead)
+	defer ec.read.unlimit()
+	ec.wrote = false
+	if _, err := ec.c.Write(raw); err != nil {
+		return nil, fmt.Errorf("write engine request: %w", err)
+	}
+	ec.wrote = true
+	return ec.readFinal(nil)
+}
+
+// readFinal reads the head of the final answer to req (nil: a request
+// written whole by the caller, never HEAD), passing over interim ones.
+func (ec *conn) readFinal(req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := readAnswer(ec.br, req)
 		if err != nil {

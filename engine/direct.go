@@ -19,20 +19,23 @@ import (
 // channel operations per request, about a sixth of the proxy's CPU on the
 // fast path (BENCHMARKS.md).
 type direct struct {
-	host    string // the engine's URL host; requests elsewhere are not taken
-	addr    string // host with its port, 80 when the URL has none
-	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	maxHead int64 // bytes of answer head read before giving up
-	pool    pool
+	host string // the engine's URL host; requests elsewhere are not taken
+	// plainHTTP: the engine's URL is http, which SendRaw needs.
+	plainHTTP bool
+	addr      string // host with its port, 80 when the URL has none
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	maxHead   int64 // bytes of answer head read before giving up
+	pool      pool
 }
 
 func newDirect(opts Options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *direct {
 	return &direct{
-		host:    opts.URL.Host,
-		addr:    withPort(opts.URL.Host, "80"),
-		dial:    dial,
-		maxHead: opts.MaxResponseHeaderBytes,
-		pool:    pool{max: opts.Pool},
+		host:      opts.URL.Host,
+		plainHTTP: opts.URL.Scheme == "http",
+		addr:      withPort(opts.URL.Host, "80"),
+		dial:      dial,
+		maxHead:   opts.MaxResponseHeaderBytes,
+		pool:      pool{max: opts.Pool},
 	}
 }
 
@@ -48,19 +51,27 @@ func (d *direct) takes(req *http.Request, body []byte) bool {
 
 func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
 	out := *req // the caller's request is not changed
-	replayable := replayable(req)
+	return d.retrying(req.Context(), replayable(req), func(ec *conn) (*http.Response, error) {
+		out.Body = bodyReader(body)
+		return ec.send(&out, d.maxHead)
+	})
+}
+
+// retrying sends a request with send on a pooled or new connection, and
+// once more on a new one when a reused connection turns out to have been
+// closed by the engine (staleConn).
+func (d *direct) retrying(ctx context.Context, replayable bool, send func(*conn) (*http.Response, error)) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		ec, reused, err := d.get(req.Context(), !replayable)
+		ec, reused, err := d.get(ctx, !replayable)
 		if err != nil {
 			return nil, err
 		}
-		out.Body = bodyReader(body)
-		resp, err := d.exchange(&out, ec)
+		resp, err := d.exchange(ctx, ec, send)
 		if err == nil {
 			return resp, nil
 		}
 		_ = ec.c.Close()
-		if err := req.Context().Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if !reused || attempt > 0 || !staleConn(err, ec, replayable) {
@@ -101,12 +112,12 @@ func staleConn(err error, ec *conn, replayable bool) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// exchange writes req on ec and reads the head of its final answer. Until
-// the answer's body is closed, the end of req's context cuts the
-// connection's reads and writes short.
-func (d *direct) exchange(req *http.Request, ec *conn) (*http.Response, error) {
-	stop := context.AfterFunc(req.Context(), func() { _ = ec.c.SetDeadline(time.Unix(1, 0)) })
-	resp, err := ec.send(req, d.maxHead)
+// exchange sends a request on ec with send and reads the head of its
+// final answer. Until the answer's body is closed, the end of ctx cuts
+// the connection's reads and writes short.
+func (d *direct) exchange(ctx context.Context, ec *conn, send func(*conn) (*http.Response, error)) (*http.Response, error) {
+	stop := context.AfterFunc(ctx, func() { _ = ec.c.SetDeadline(time.Unix(1, 0)) })
+	resp, err := send(ec)
 	if err != nil {
 		stop()
 		return nil, err

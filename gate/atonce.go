@@ -1,6 +1,10 @@
 package gate
 
-import "github.com/slotgate/slotgate/limiter"
+import (
+	"errors"
+
+	"github.com/slotgate/slotgate/limiter"
+)
 
 // RefuseAtOnce decides for an adapter that can neither hold a slot nor
 // wait where it stands (slotgate's HTTP/1.1 front end, before net/http
@@ -33,4 +37,35 @@ func (g *Gate) RefuseAtOnce(ex *Exchange) bool {
 	g.obs.Received()
 	g.decided(g.refuseAcquire(ex, err, nil, false), ex)
 	return true
+}
+
+// AdmitAtOnce decides for an adapter that serves a request before its
+// server reads it (slotgate's HTTP/1.1 front end, for a plain request
+// that came whole) whether the request is admitted or refused now, as
+// Admit would decide it at arrival. done false means the gate could not
+// decide at once: the request would wait in the queue, or the gate would
+// have to read it first (an admission policy, limits per rank, a token
+// limit); then the gate changed nothing, and the request goes to Admit
+// as usual with an exchange of its own (ex is dropped).
+// On done, the exchange is admitted (d.Admitted, holding a slot) or has
+// its refusal outcome, counted as Admit counts it; either way the adapter
+// ends it with Finish.
+func (g *Gate) AdmitAtOnce(ex *Exchange) (d Decision, done bool) {
+	if g.policy != nil || g.ranks.ranked || g.ranks.CountsTokens() {
+		return Decision{}, false
+	}
+	if g.arrive(ex, Request{}) {
+		return Decision{}, true
+	}
+	lim, rank, _ := g.ranks.pick(false, Unpinned)
+	p, err := lim.TryAcquire(limiter.Request{})
+	if errors.Is(err, limiter.ErrWouldWait) {
+		return Decision{}, false
+	}
+	ex.Rank = rank
+	g.obs.Received()
+	if err != nil {
+		return g.decided(g.refuseAcquire(ex, err, nil, false), ex), true
+	}
+	return g.decided(g.grant(ex, p), ex), true
 }

@@ -2,6 +2,7 @@ package gate_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -177,5 +178,97 @@ func TestRefuseAtOnceByTheRank(t *testing.T) {
 	g.Finish(&ex, false)
 	if got := rankPlaces(lims); got != "1/1/0 1/1/0" {
 		t.Errorf("places %s after the refusal, want each rank's one slot held", got)
+	}
+}
+
+// TestAdmitAtOnce: where Admit would admit or refuse at arrival,
+// AdmitAtOnce decides the same, with the same outcome, slot and
+// Observer; where the request would wait, or the gate must read it
+// first, it leaves the gate as it was.
+func TestAdmitAtOnce(t *testing.T) {
+	tests := []struct {
+		name           string
+		draining, busy bool
+		held, queued   int // slots taken, places in the queue taken (Slots 1, QueueLen 1)
+		opts           limiter.Options
+		policy         bool
+		want           gate.Outcome // "": left to Admit
+	}{
+		{name: "slot free", want: gate.AdmittedDirect},
+		{name: "draining", draining: true, want: gate.RejectedDraining},
+		{name: "busy", busy: true, want: gate.RejectedBusy},
+		{name: "queue full", held: 1, queued: 1, want: gate.RejectedCapacity},
+		{name: "room in the queue", held: 1},
+		{name: "policy", policy: true},
+		{name: "token limit", opts: limiter.Options{Slots: 1, QueueLen: 1, PrefillTokenLimit: 100}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var obs [2]*observed
+			var lims [2]*limiter.Limiter
+			var gates [2]*gate.Gate
+			for i := range 2 {
+				lo := tc.opts
+				if lo.Slots == 0 {
+					lo = limiter.Options{Slots: 1, QueueLen: 1}
+				}
+				if tc.policy {
+					lo.Classes = []limiter.Class{{Name: "a", Quantum: 1}}
+				}
+				gates[i], lims[i], obs[i] = newGate(t, lo, func(o *gate.Options) {
+					o.Busy = func() bool { return tc.busy }
+					if tc.policy {
+						o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
+					}
+				})
+				fill(t, lims[i], tc.held, tc.queued)
+				if tc.draining {
+					gates[i].StartDraining()
+				}
+			}
+			before := lims[1].Stats()
+			var ex gate.Exchange
+			d, done := gates[1].AdmitAtOnce(&ex)
+			if done != (tc.want != "") || done && ex.Outcome != tc.want || d.Admitted != (tc.want == gate.AdmittedDirect) {
+				t.Fatalf("AdmitAtOnce = %+v, %v, outcome %q; want %q", d, done, ex.Outcome, tc.want)
+			}
+			if !done {
+				if after := lims[1].Stats(); !reflect.DeepEqual(after, before) || obs[1].received != 0 || len(obs[1].decided) != 0 {
+					t.Errorf("left to Admit, yet the gate changed: %+v, then %+v, %d received", before, after, obs[1].received)
+				}
+				return
+			}
+			if d.Admitted && lims[1].Stats().Holding != before.Holding+1 {
+				t.Errorf("admitted without a slot: %+v", lims[1].Stats())
+			}
+			gates[1].Finish(&ex, false)
+			var adm gate.Exchange
+			ad := gates[0].Admit(context.Background(), &adm, gate.Request{})
+			gates[0].Finish(&adm, false)
+			if ad.Admitted != d.Admitted || adm.Outcome != tc.want {
+				t.Fatalf("Admit: %+v, outcome %s; the table wants %s", ad, adm.Outcome, tc.want)
+			}
+			if obs[0].received != obs[1].received || !slices.Equal(obs[0].decided, obs[1].decided) ||
+				!slices.Equal(obs[0].reports(), obs[1].reports()) {
+				t.Errorf("the Observer heard %+v from AdmitAtOnce, %+v from Admit", obs[1], obs[0])
+			}
+			if a, b := lims[0].Stats(), lims[1].Stats(); !reflect.DeepEqual(a, b) {
+				t.Errorf("the limiters differ after both ended: %+v by AdmitAtOnce, %+v by Admit", b, a)
+			}
+		})
+	}
+}
+
+// TestAdmitAtOnceLeavesRanks: with limits per rank the gate places the
+// request on the rank with the most room and tells the engine, which
+// only Admit does.
+func TestAdmitAtOnceLeavesRanks(t *testing.T) {
+	g, err := gate.New(gate.Options{Limiters: rankLimiters(t, 2, limiter.Options{Slots: 1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex gate.Exchange
+	if d, done := g.AdmitAtOnce(&ex); done {
+		t.Fatalf("decided %+v (%s), want it left to Admit", d, ex.Outcome)
 	}
 }
