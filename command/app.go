@@ -92,7 +92,8 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if cfg.ServeEngineMetrics {
 		popts.FrontPaths = []string{engineMetricsPath} // withEngineMetrics serves it
 	}
-	popts.LoadReport = &proxy.LoadReport{Key: orcagrpc.HeaderKey, Value: lp.orcaReport}
+	popts.LoadReport = &proxy.LoadReport{Key: orcagrpc.HeaderKey, Value: lp.orcaReport,
+		RequestHeaders: []string{orcagrpc.FormatHeader}}
 	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, load: lp}
 	if cfg.StreamRelay == "epoll" {
 		if a.relay, err = relay.New(0); err != nil {

@@ -64,7 +64,7 @@ type strictListener struct {
 	// buffered: a connection waiting for its answer, or idle, holds
 	// none, which matters with thousands of queued requests.
 	bufs    *sync.Pool
-	early   earlyRefuser // nil: every request goes to net/http
+	early   earlyAnswerer // nil: every request goes to net/http
 	idle    time.Duration
 	stopped *atomic.Bool // stopEarly
 }
@@ -73,7 +73,7 @@ type strictListener struct {
 // early set, it answers the requests that early refuses at once itself
 // (strict_early.go), and sets srv.ConnState to learn when net/http owes a
 // connection no answer.
-func newStrictListener(ln net.Listener, srv *http.Server, early earlyRefuser) strictListener {
+func newStrictListener(ln net.Listener, srv *http.Server, early earlyAnswerer) strictListener {
 	// net/http reads up to MaxHeaderBytes plus 4096 bytes of slack.
 	l := strictListener{Listener: ln, maxHead: srv.MaxHeaderBytes + 4096,
 		bufs:    &sync.Pool{New: func() any { b := make([]byte, 0, inBufSize); return &b }},

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/slotgate/slotgate/proxy"
 )
 
 // Early answers: under an overload storm most requests are refused, and
@@ -41,15 +43,15 @@ import (
 // (holdNext). Early answers stop before the server shuts down
 // (stopEarly).
 
-// earlyRefuser answers at once, from its raw head, a request that it
-// refuses; see proxy.Proxy.RefuseEarly.
-type earlyRefuser interface {
-	RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, bool)
+// earlyAnswerer answers, serves or hands on a request that the listener
+// holds whole, or leaves it to net/http: proxy.Proxy.AnswerEarly.
+type earlyAnswerer interface {
+	AnswerEarly(head, body []byte, c proxy.EarlyClient) proxy.Early
 }
 
 // earlyState is what a connection keeps for early answers.
 type earlyState struct {
-	early   earlyRefuser  // nil: none
+	early   earlyAnswerer // nil: none
 	idle    time.Duration // the server's idle timeout, renewed by early answers
 	stopped *atomic.Bool  // the listener's: the server shuts down
 	// given counts the heads that went to net/http (reads only);
@@ -65,6 +67,9 @@ type earlyState struct {
 	// idleUntil is the read deadline (Unix nanoseconds) an early answer
 	// last set; 0 once anyone else set one (SetReadDeadline).
 	idleUntil atomic.Int64
+	// handed goes with the request given to net/http last, until its
+	// handler takes it (TakeHanded) or the connection closes.
+	handed atomic.Pointer[proxy.Handed]
 }
 
 // give counts a head that went to net/http.
@@ -171,21 +176,27 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// answerEarly offers the held head, checked, to early, when its body is
-// here whole. On an answer it writes it, drops the request and returns
-// true; the next head is framed as if the request had never come.
+// answerEarly offers the held request, checked, to early, when its body
+// is here whole. When early answered it, the request is dropped and the
+// next head is framed as if it had never come (answerEarly returns
+// true); when early handed it on, it goes to net/http with its exchange
+// (TakeHanded).
 func (c *strictConn) answerEarly() bool {
 	h := &c.head
 	end := int64(c.scan) + h.contentLength
 	if h.chunked || h.upgrade || h.http10 || end > int64(len(c.in)) {
 		return false
 	}
-	ans, ok := c.early.RefuseEarly(c.in[h.start:c.scan], c.Conn.RemoteAddr(), c.in[len(c.in):len(c.in)])
-	if !ok {
+	e := c.early.AnswerEarly(c.in[h.start:c.scan], c.in[c.scan:end], &earlyClient{c: c})
+	if e.Handed != nil {
+		c.handed.Store(e.Handed)
 		return false
 	}
-	if _, err := c.Conn.Write(ans); err != nil {
-		// The client is gone: net/http's read fails as a client gone.
+	if !e.Answered {
+		return false
+	}
+	if e.Gone {
+		// net/http's read fails as a client gone.
 		c.setStage(stDead)
 		return true
 	}
@@ -196,6 +207,19 @@ func (c *strictConn) answerEarly() bool {
 	}
 	c.keepIdle()
 	return true
+}
+
+// TakeHanded gives the handler of the request net/http read last the
+// exchange the front end handed on with it (proxy.HandedConn).
+func (c *strictConn) TakeHanded() *proxy.Handed { return c.handed.Swap(nil) }
+
+// Close closes the connection; an exchange handed on with a request
+// that net/http never served ends here.
+func (c *strictConn) Close() error {
+	if hd := c.handed.Swap(nil); hd != nil {
+		hd.Abandon()
+	}
+	return c.Conn.Close()
 }
 
 // keepIdle renews the idle deadline net/http set for the read an early

@@ -16,14 +16,14 @@ import (
 	"github.com/slotgate/slotgate/proxy"
 )
 
-// pathRefuser is an earlyRefuser that refuses the requests whose path
+// pathRefuser is an earlyAnswerer that refuses the requests whose path
 // begins with /refuse, and records every head it was offered.
 type pathRefuser struct {
 	mu      sync.Mutex
 	offered []string // request lines
 }
 
-func (r *pathRefuser) RefuseEarly(head []byte, _ net.Addr, dst []byte) ([]byte, bool) {
+func (r *pathRefuser) AnswerEarly(head, _ []byte, c proxy.EarlyClient) proxy.Early {
 	line, _, _ := bytes.Cut(head, []byte("\r\n"))
 	r.mu.Lock()
 	r.offered = append(r.offered, string(line))
@@ -31,11 +31,11 @@ func (r *pathRefuser) RefuseEarly(head []byte, _ net.Addr, dst []byte) ([]byte, 
 	_, rest, _ := bytes.Cut(line, []byte(" "))
 	path, _, _ := bytes.Cut(rest, []byte(" "))
 	if !bytes.HasPrefix(path, []byte("/refuse")) {
-		return dst, false
+		return proxy.Early{}
 	}
-	dst = append(dst, "HTTP/1.1 529 early\r\nX-Path: "...)
-	dst = append(dst, path...)
-	return append(dst, "\r\nContent-Length: 0\r\n\r\n"...), true
+	ans := append([]byte("HTTP/1.1 529 early\r\nX-Path: "), path...)
+	_, err := c.Write(append(ans, "\r\nContent-Length: 0\r\n\r\n"...))
+	return proxy.Early{Answered: true, Gone: err != nil}
 }
 
 func (r *pathRefuser) lines() []string {
@@ -69,7 +69,7 @@ func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0
 // r, a handler that answers 200 with the request's path in X-Path. It
 // returns a dialer of in-memory connections and the states the server's
 // own ConnState hook saw, which countAnswers must pass on.
-func earlyServer(t *testing.T, r earlyRefuser, idle time.Duration) (dial func() (net.Conn, *bufio.Reader), closed <-chan struct{}, stop func()) {
+func earlyServer(t *testing.T, r earlyAnswerer, idle time.Duration) (dial func() (net.Conn, *bufio.Reader), closed <-chan struct{}, stop func()) {
 	t.Helper()
 	var srv *http.Server
 	srv = &http.Server{

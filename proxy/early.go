@@ -32,8 +32,8 @@ import (
 // appends the answer to dst and returns true; otherwise it returns dst
 // and false, having changed nothing, and the request goes to net/http.
 func (p *Proxy) RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, bool) {
-	h, ok := parseEarlyHead(head)
-	if !ok || h.contentLength > min(smallBody, p.maxBody) || p.passthrough[string(h.path)] || p.frontPaths[string(h.path)] {
+	h, ok := p.earlyHead(head)
+	if !ok {
 		return dst, false
 	}
 	var ex gate.Exchange
@@ -42,15 +42,41 @@ func (p *Proxy) RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, b
 		return dst, false
 	}
 	ex.ID = p.ids.For(string(h.requestID))
+	return p.refusedEarly(&ex, &h, remote, dst), true
+}
+
+// earlyHead reads head for an early answer: a head parseEarlyHead takes,
+// of a small body, on a path neither passed through nor served in front
+// of the proxy.
+func (p *Proxy) earlyHead(head []byte) (earlyHead, bool) {
+	h, ok := parseEarlyHead(head)
+	if !ok || h.contentLength > min(smallBody, p.maxBody) || p.passthrough[string(h.path)] || p.frontPaths[string(h.path)] {
+		return h, false
+	}
+	return h, true
+}
+
+// refusedEarly appends to dst the answer to an early request the gate
+// refused (ex has its outcome and id), ends the exchange and logs it.
+func (p *Proxy) refusedEarly(ex *gate.Exchange, h *earlyHead, remote net.Addr, dst []byte) []byte {
 	a := p.answers.of(ex.Outcome, "")
 	ex.FirstByte = time.Now()
 	dst = a.appendHTTP11(dst, ex.ID, a.retryAfterValue(p), p.dates.at(ex.FirstByte))
-	p.gate.Finish(&ex, false)
+	p.gate.Finish(ex, false)
 	if p.access.Core().Enabled(zap.InfoLevel) {
-		line := requestLine{method: string(h.method), path: string(h.path), proto: "HTTP/1.1", client: remote.String()}
-		p.writeAccess(&ex, &line, a.status, h.contentLength, int64(len(a.body)), time.Now())
+		line := h.line(remote)
+		p.writeAccess(ex, &line, a.status, h.contentLength, int64(len(a.body)), time.Now())
 	}
-	return dst, true
+	return dst
+}
+
+// line is what the access log names of an early request.
+func (h *earlyHead) line(remote net.Addr) requestLine {
+	method := http.MethodGet
+	if string(h.method) == http.MethodPost {
+		method = http.MethodPost
+	}
+	return requestLine{method: method, path: string(h.path), proto: "HTTP/1.1", client: remote.String()}
 }
 
 // appendHTTP11 appends a as net/http sends answer.write's answer to an
@@ -110,6 +136,7 @@ func httpStatusLine(status int) string {
 // earlyHead is what an early refusal reads of a request head.
 type earlyHead struct {
 	method, path  []byte
+	target        []byte // the request target: path and query
 	requestID     []byte // the first X-Request-Id, trimmed; empty if none
 	contentLength int64
 }
@@ -121,10 +148,11 @@ type earlyHead struct {
 // takes a narrow shape and leaves everything else to net/http: an
 // origin-form target of printable ASCII without percent-encoding or a
 // fragment; header lines of a token, a colon and printable ASCII; exactly
-// one Host, of host-name characters; at most one Content-Length; and none
-// of the headers that change how net/http or the proxy handles a request
-// (Connection, Expect, Transfer-Encoding, Upgrade, HTTP2-Settings, the
-// rank header, the listener's stand-in mark, a gRPC content type).
+// one Host, of host-name characters; at most one Content-Length; a
+// Connection header only of "keep-alive"; and none of the headers that
+// change how net/http or the proxy handles a request (Expect,
+// Transfer-Encoding, Upgrade, HTTP2-Settings, the rank header, the
+// listener's stand-in mark, a gRPC content type).
 func parseEarlyHead(head []byte) (earlyHead, bool) {
 	var h earlyHead
 	line, rest, ok := cutCRLF(head)
@@ -162,6 +190,13 @@ func parseEarlyHead(head []byte) (earlyHead, bool) {
 			if !seenID {
 				h.requestID, seenID = value, true
 			}
+		case httpsyntax.EqualFold(name, "connection"):
+			// Keep-alive is HTTP/1.1's default: said or not, the same
+			// request. Any other option (close, a header's name) is
+			// left to net/http.
+			if !onlyKeepAlive(value) {
+				return h, false
+			}
 		case httpsyntax.EqualFold(name, "content-type"):
 			if len(value) >= 16 && httpsyntax.EqualFold(value[:16], "application/grpc") {
 				return h, false
@@ -189,7 +224,7 @@ func (h *earlyHead) requestLine(line []byte) bool {
 			return false
 		}
 	}
-	h.method, h.path = method, target
+	h.method, h.path, h.target = method, target, target
 	if i := bytes.IndexByte(target, '?'); i >= 0 {
 		h.path = target[:i]
 	}
@@ -199,13 +234,24 @@ func (h *earlyHead) requestLine(line []byte) bool {
 // excludedHeader reports whether a header of this name makes net/http or
 // the proxy handle its request otherwise than a plain refusal.
 func excludedHeader(name []byte) bool {
-	for _, x := range [...]string{"connection", "expect", "transfer-encoding", "upgrade", "http2-settings",
+	for _, x := range [...]string{"expect", "transfer-encoding", "upgrade", "http2-settings",
 		"x-data-parallel-rank", "slotgate-refused-head"} {
 		if httpsyntax.EqualFold(name, x) {
 			return true
 		}
 	}
 	return false
+}
+
+// onlyKeepAlive reports whether a Connection value lists "keep-alive"
+// and nothing else.
+func onlyKeepAlive(v []byte) bool {
+	for part := range bytes.SplitSeq(v, []byte(",")) {
+		if !httpsyntax.EqualFold(bytes.Trim(part, " \t"), "keep-alive") {
+			return false
+		}
+	}
+	return true
 }
 
 // cutCRLF cuts b after its first CRLF: the line before it, and the rest.

@@ -20,6 +20,8 @@ func FuzzParseEarlyHead(f *testing.F) {
 	f.Add("GET /a?b=%zz HTTP/1.1\r\nHost: [::1]\r\nx-request-id: \t a b \t\r\nX-Request-Id: c\r\n\r\n")
 	f.Add("POST /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n")
 	f.Add("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 007\r\nUser-Agent: \tcurl\r\n\r\n")
+	f.Add("POST /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Keep-Alive\r\nKeep-Alive: timeout=5\r\n\r\n")
+	f.Add("POST /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive,close\r\n\r\n")
 	f.Fuzz(func(t *testing.T, head string) {
 		h, ok := parseEarlyHead([]byte(head))
 		if !ok {

@@ -19,6 +19,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveResumed(pk, w, r)
 		return
 	}
+	if hd := handedOf(r); hd != nil {
+		p.serveHanded(hd, w, r)
+		return
+	}
 	ex := p.newExchange(w, r)
 	defer p.finish(ex, true)
 	if p.passthrough[r.URL.Path] {

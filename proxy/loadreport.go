@@ -19,6 +19,10 @@ type LoadReport struct {
 	// more at the end of a streamed answer that takes trailers: it must be
 	// fast and safe for concurrent use.
 	Value func(req http.Header) string
+	// RequestHeaders names the request headers Value reads. A request
+	// that has none of them may be answered by the proxy port's front
+	// end (AnswerEarly), which builds no header map: Value then gets nil.
+	RequestHeaders []string
 }
 
 // loadReport is a LoadReport with its key as net/http keeps header keys,
@@ -27,6 +31,7 @@ type LoadReport struct {
 type loadReport struct {
 	key   string
 	value func(req http.Header) string
+	reads []string // RequestHeaders
 }
 
 // newLoadReport returns nil when there is no report to send.
@@ -34,7 +39,7 @@ func newLoadReport(o *LoadReport) *loadReport {
 	if o == nil {
 		return nil
 	}
-	return &loadReport{key: http.CanonicalHeaderKey(o.Key), value: o.Value}
+	return &loadReport{key: http.CanonicalHeaderKey(o.Key), value: o.Value, reads: o.RequestHeaders}
 }
 
 // reportLoad sets the load report on the answer's headers. A streamed

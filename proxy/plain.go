@@ -76,6 +76,13 @@ func (ex *exchange) forwardPlain() {
 		ex.engineError(&ex.out, in, err)
 		return
 	}
+	ex.relayAnswer(resp)
+}
+
+// relayAnswer gives the client the engine's answer to the plain path's
+// request, or to a request the front end handed on (Handed).
+func (ex *exchange) relayAnswer(resp *http.Response) {
+	in := ex.r
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// Never asked for (see plain): not an answer to relay.
 		_ = resp.Body.Close()

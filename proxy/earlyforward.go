@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+
+	"github.com/slotgate/slotgate/internal/httpsyntax"
+)
+
+// appendEngineRequest appends to dst the head of the engine request for
+// an early request, from its raw head, by the plain path's rules
+// (engineRequest): the request line as the client sent it, the engine's
+// Host, the client's fields but the hop-by-hop and forwarding ones, "TE:
+// trailers" kept, X-Forwarded-For appended to, X-Forwarded-Host and -Proto
+// set, the request id, and the body's length. It reports whether the
+// request may be sent again after the engine may have read it (replayable's
+// rule), and false when the head has a field the load report reads
+// (LoadReport.RequestHeaders), which the front end does not give it.
+func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, remote net.Addr) (out []byte, replay, ok bool) {
+	line, rest, _ := cutCRLF(head)
+	dst = append(dst, line...)
+	dst = append(dst, "\r\nHost: "...)
+	dst = append(dst, p.engineURL.Host...)
+	dst = append(dst, "\r\n"...)
+	replay = string(h.method) == http.MethodGet
+	var host, forwardedFor []byte
+	te := false
+	for {
+		line, rest, _ = cutCRLF(rest)
+		if len(line) == 0 {
+			break
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.Trim(value, " \t")
+		switch earlyField(name, p.loadReport) {
+		case fieldHost:
+			host = value
+		case fieldForwardedFor:
+			if forwardedFor != nil {
+				forwardedFor = append(forwardedFor, ", "...)
+			}
+			forwardedFor = append(forwardedFor, value...)
+		case fieldTE:
+			te = te || headerHasToken([]string{string(value)}, "trailers")
+		case fieldIdempotency:
+			replay = replay || len(value) > 0
+			dst = appendFieldBytes(dst, name, value)
+		case fieldUserAgent:
+			if len(value) > 0 { // an empty one is not sent (engineRequest)
+				dst = appendFieldBytes(dst, name, value)
+			}
+		case fieldRead:
+			return dst, false, false
+		case fieldCopied:
+			dst = appendFieldBytes(dst, name, value)
+		}
+	}
+	if te {
+		dst = append(dst, "Te: trailers\r\n"...)
+	}
+	if ip, _, err := net.SplitHostPort(remote.String()); err == nil {
+		dst = append(dst, "X-Forwarded-For: "...)
+		if forwardedFor != nil {
+			dst = append(append(dst, forwardedFor...), ", "...)
+		}
+		dst = append(append(dst, ip...), "\r\n"...)
+	}
+	dst = appendFieldBytes(dst, []byte("X-Forwarded-Host"), host)
+	dst = append(dst, "X-Forwarded-Proto: http\r\n"...)
+	dst = appendField(dst, requestIDHeader, id)
+	if h.contentLength > 0 || string(h.method) == http.MethodPost {
+		dst = append(dst, "Content-Length: "...)
+		dst = appendInt(dst, h.contentLength)
+		dst = append(dst, "\r\n"...)
+	}
+	return append(dst, "\r\n"...), replay, true
+}
+
+// earlyFieldKind is what appendEngineRequest does with a field.
+type earlyFieldKind int
+
+const (
+	fieldCopied       earlyFieldKind = iota // sent as it came
+	fieldDropped                            // hop-by-hop, forwarding or the id: not sent, or sent anew
+	fieldHost                               // the client's Host: X-Forwarded-Host
+	fieldForwardedFor                       // appended to
+	fieldTE                                 // "TE: trailers" kept
+	fieldIdempotency                        // makes a POST replayable
+	fieldUserAgent                          // not sent when empty
+	fieldRead                               // the load report reads it: left to net/http
+)
+
+// droppedFields are dropped from an early request: the hop-by-hop fields
+// (hopHeaders; the early head has no Transfer-Encoding or Upgrade, and a
+// Connection of "keep-alive" alone), the forwarding ones, which the proxy
+// sets anew, its Content-Length, written anew, and the client's request
+// id, replaced by the exchange's.
+var droppedFields = [...]string{"connection", "proxy-connection", "keep-alive", "proxy-authenticate",
+	"proxy-authorization", "trailer", "forwarded", "x-forwarded-host", "x-forwarded-proto",
+	"content-length", "x-request-id"}
+
+func earlyField(name []byte, lr *loadReport) earlyFieldKind {
+	switch {
+	case httpsyntax.EqualFold(name, "host"):
+		return fieldHost
+	case httpsyntax.EqualFold(name, "x-forwarded-for"):
+		return fieldForwardedFor
+	case httpsyntax.EqualFold(name, "te"):
+		return fieldTE
+	case httpsyntax.EqualFold(name, "idempotency-key"), httpsyntax.EqualFold(name, "x-idempotency-key"):
+		return fieldIdempotency
+	case httpsyntax.EqualFold(name, "user-agent"):
+		return fieldUserAgent
+	}
+	for _, d := range droppedFields {
+		if httpsyntax.EqualFold(name, d) {
+			return fieldDropped
+		}
+	}
+	if lr != nil {
+		for _, r := range lr.reads {
+			if httpsyntax.EqualFold(name, r) {
+				return fieldRead
+			}
+		}
+	}
+	return fieldCopied
+}
+
+func appendFieldBytes(dst, name, value []byte) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, ": "...)
+	dst = append(dst, value...)
+	return append(dst, "\r\n"...)
+}
+
+func appendInt(dst []byte, n int64) []byte {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(dst, b[i:]...)
+}
+
+// plainTarget reports whether net/http and the plain path would send the
+// request target t to the engine as it came: a path of characters that
+// net/url keeps as they are (letters, digits and "-._~!$&'()*+,;=:@/"),
+// and a query the plain path keeps (queryKept).
+func plainTarget(t []byte, reencode bool) bool {
+	path, query, hasQuery := bytes.Cut(t, []byte("?"))
+	for _, c := range path {
+		if !pathByte(c) {
+			return false
+		}
+	}
+	return !hasQuery || queryKept(string(query), reencode)
+}
+
+func pathByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return bytes.IndexByte([]byte("-._~!$&'()*+,;=:@/"), c) >= 0
+}
+
+// plainField reports whether net/http writes the field k: vv of a
+// handler's header as it is: a token name, and values of printable ASCII,
+// spaces and tabs, with no space or tab at either end.
+func plainField(k string, vv []string) bool {
+	if !httpsyntax.Token(k) {
+		return false
+	}
+	for _, v := range vv {
+		if !httpsyntax.FieldValue(v) || v != "" && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
+			return false
+		}
+	}
+	return true
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }

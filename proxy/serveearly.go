@@ -1,0 +1,288 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/slotgate/slotgate/gate"
+)
+
+// Served before net/http: the proxy port's listener holds each plain
+// HTTP/1.1 request whole (head and body) while net/http owes its
+// connection no answer (command/strict_early.go), and offers it to
+// AnswerEarly before net/http reads it. The common request (a plain POST
+// or GET that the gate admits or refuses at once, that does not ask for a
+// stream) is then served from its raw bytes: the engine gets it through
+// the engine client's hand-written path (SendRaw) and the client gets the
+// engine's common answer (a final status, a stated length of at most
+// 64 KiB, plain fields) in one write, with no *http.Request, header map,
+// response writer or background read. That is most of what net/http and
+// the plain path cost a request (BENCHMARKS.md). Every rule of the plain
+// path holds, byte for byte where net/http would write the bytes itself:
+// the engine request by ReverseProxy's rules (hop-by-hop headers dropped,
+// X-Forwarded-* set, the request id), the answer's head as net/http writes
+// a handler's (the status text, the fields sorted, a Date when the engine
+// sent none), the load report, the token counts, the access-log line.
+//
+// What the front end does not take goes to net/http as before; an answer
+// it does not write itself (a stream, a chunked or long body, a field it
+// would have to clean up) or an engine failure is handed on: the request
+// goes to net/http with its exchange (Handed), whose handler finishes it
+// from the engine's answer or error on the usual path, without sending it
+// again. While the engine works, the client is watched for a hang-up once
+// the answer is slower than watchAfter (EarlyClient.Watch), as net/http's
+// background read watches it: a client that leaves cancels its request
+// at the engine and frees its slot.
+
+// EarlyClient is the client's connection, as the listener offers a
+// request before net/http reads it.
+type EarlyClient interface {
+	io.Writer
+	RemoteAddr() net.Addr
+	// Watch starts watching the client while the engine works on its
+	// request: gone runs, once, on another goroutine, if the client
+	// leaves; bytes it sends meanwhile (its next request) are kept for
+	// the next read. Watch after Unwatch does nothing.
+	Watch(gone func())
+	// Unwatch ends the watch, waiting for it to stop, and reports whether
+	// the client left.
+	Unwatch() bool
+}
+
+// Early is what AnswerEarly did with a request; its zero value is a
+// request left to net/http, untouched.
+type Early struct {
+	// Answered: the request was answered and is done: the listener drops
+	// its bytes.
+	Answered bool
+	// Gone: the client left (a write failed, or the watch saw it go); no
+	// more requests come from its connection.
+	Gone bool
+	// Handed, when set, is the request's exchange, to go with the request
+	// to net/http: the listener gives it to the handler (TakeHanded).
+	Handed *Handed
+}
+
+// watchAfter is how long an early request's engine may take before its
+// client is watched for a hang-up: the fast answers never pay for the
+// watch; a generation's client is watched throughout.
+const watchAfter = 5 * time.Millisecond
+
+// AnswerEarly answers, serves or hands on a request that the listener
+// holds whole (see the comment at the top of this file), or leaves it to
+// net/http.
+func (p *Proxy) AnswerEarly(head, body []byte, c EarlyClient) Early {
+	h, ok := p.earlyHead(head)
+	if !ok {
+		return Early{}
+	}
+	if p.servesEarly(&h) {
+		return p.serveEarly(&h, head, body, c)
+	}
+	return p.refuseLate(&h, c)
+}
+
+// servesEarly reports whether the proxy may serve the request of h
+// itself: the plain path's engine (plain HTTP, no path or query of its
+// own), no first-token watchdog (it watches streams, which the relay
+// carries), and a target that net/http would forward as it came.
+func (p *Proxy) servesEarly(h *earlyHead) bool {
+	u := p.engineURL
+	if p.transport != nil || p.client == nil || !p.client.Raw() || u.Path != "" || u.RawPath != "" ||
+		u.RawQuery != "" || p.firstToken.cfg.on() {
+		return false
+	}
+	return plainTarget(h.target, p.reencodeQueries)
+}
+
+// serveEarly serves the request of h when the gate decides it at once.
+// Admitted, a request that asks for a stream, or whose head has a field
+// the front end does not forward itself, is handed on before it is sent.
+func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early {
+	ex := &exchange{p: p, bytesIn: h.contentLength}
+	ex.ID, ex.Start, ex.Protocol = p.ids.For(string(h.requestID)), time.Now(), gate.ProtocolHTTP
+	ex.out.ex, ex.watch.ex = ex, ex
+	d, done := p.gate.AdmitAtOnce(&ex.Exchange)
+	switch {
+	case !done:
+		return p.refuseLate(h, c)
+	case !d.Admitted:
+		return p.writeEarly(c, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), p.earlyBuf()))
+	}
+	est := ex.heldPrompt(body)
+	raw, replay, ok := p.appendEngineRequest(p.earlyBuf(), head, h, ex.ID, c.RemoteAddr())
+	if !ok || est.Stream {
+		p.giveEarlyBuf(raw)
+		return Early{Handed: &Handed{ex: ex, d: d}}
+	}
+	raw = append(raw, body...)
+	ex.BeginFlight()
+	ex.promptEstimated(est)
+	ex.Sent()
+	ctx, cancel := context.WithCancel(context.Background())
+	watch := time.AfterFunc(watchAfter, func() { c.Watch(cancel) })
+	resp, err := p.client.SendRaw(ctx, raw, replay)
+	p.giveEarlyBuf(raw)
+	if !watch.Stop() && c.Unwatch() {
+		cancel()
+		return p.earlyGone(ex, resp, h, c)
+	}
+	if err != nil || !earlyAnswerable(resp) {
+		return Early{Handed: &Handed{ex: ex, d: d, sent: true, resp: resp, err: err, cancel: cancel}}
+	}
+	defer cancel()
+	return p.answerServed(ex, resp, h, c)
+}
+
+// refuseLate is AnswerEarly's refusal of a request the gate could not
+// decide at once for it: RefuseAtOnce refuses it if it can.
+func (p *Proxy) refuseLate(h *earlyHead, c EarlyClient) Early {
+	var ex gate.Exchange
+	ex.Start, ex.Protocol = time.Now(), gate.ProtocolHTTP
+	if !p.gate.RefuseAtOnce(&ex) {
+		return Early{}
+	}
+	ex.ID = p.ids.For(string(h.requestID))
+	return p.writeEarly(c, p.refusedEarly(&ex, h, c.RemoteAddr(), p.earlyBuf()))
+}
+
+// answerServed writes the engine's answer to the client, counts its
+// tokens and ends the exchange.
+func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c EarlyClient) Early {
+	dropHopHeaders(resp.Header)
+	if lr := p.loadReport; lr != nil {
+		if v := lr.value(nil); v != "" {
+			resp.Header[lr.key] = []string{v}
+		}
+	}
+	ex.Responding()
+	out := appendAnswerHead(p.earlyBuf(), resp, p.dates.at(time.Now()))
+	n := len(out)
+	out = slices.Grow(out, int(resp.ContentLength))[:n+int(resp.ContentLength)]
+	_, rerr := io.ReadFull(resp.Body, out[n:])
+	if rerr == nil {
+		if countable(resp) {
+			tc := newTokenCount(ex)
+			tc.add(out[n:])
+			tc.end(true)
+		} else {
+			ex.Prefilled()
+		}
+	}
+	_ = resp.Body.Close()
+	if rerr != nil {
+		// The engine broke off its answer: no byte went out, so the
+		// client gets net/http's answer to that, a 502, with the
+		// connection closed (the plain path's copy would abort it).
+		p.giveEarlyBuf(out)
+		return Early{Handed: &Handed{ex: ex, sent: true, err: rerr, cancel: func() {}}}
+	}
+	ex.out.status, ex.FirstByte = resp.StatusCode, time.Now()
+	_, werr := c.Write(out)
+	p.giveEarlyBuf(out)
+	if werr != nil {
+		ex.Fail(gate.CancelledRunning)
+	} else {
+		ex.out.bytes = resp.ContentLength
+	}
+	p.endEarly(ex, h, c, werr != nil)
+	return Early{Answered: true, Gone: werr != nil}
+}
+
+// earlyGone ends an early request whose client left while the engine
+// worked on it: cancelled, as the plain path cancels it.
+func (p *Proxy) earlyGone(ex *exchange, resp *http.Response, h *earlyHead, c EarlyClient) Early {
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
+	ex.Fail(gate.CancelledRunning)
+	ex.out.status = StatusClientClosedRequest
+	p.endEarly(ex, h, c, true)
+	return Early{Answered: true, Gone: true}
+}
+
+// endEarly ends an early exchange at the gate and logs it.
+func (p *Proxy) endEarly(ex *exchange, h *earlyHead, c EarlyClient, gone bool) {
+	end := time.Now()
+	p.gate.Finish(&ex.Exchange, gone)
+	if p.access.Core().Enabled(zap.InfoLevel) {
+		ex.line = h.line(c.RemoteAddr())
+		p.logAccess(ex, end)
+	}
+}
+
+// writeEarly writes an early refusal to the client.
+func (p *Proxy) writeEarly(c EarlyClient, ans []byte) Early {
+	_, err := c.Write(ans)
+	p.giveEarlyBuf(ans)
+	return Early{Answered: true, Gone: err != nil}
+}
+
+// earlyAnswerable reports whether the front end writes resp itself: a
+// final HTTP/1.1 answer with a body of a stated length, at most 64 KiB,
+// a Content-Type (net/http would sniff one), no trailers, and fields that
+// net/http writes as they are (a token, printable ASCII).
+func earlyAnswerable(resp *http.Response) bool {
+	if resp.ProtoMajor != 1 || resp.ProtoMinor != 1 || !bodyAllowed(http.MethodPost, resp.StatusCode) ||
+		resp.ContentLength < 0 || resp.ContentLength > smallBody || len(resp.TransferEncoding) > 0 ||
+		resp.Close || len(resp.Trailer) > 0 || len(resp.Header["Content-Type"]) == 0 {
+		return false
+	}
+	for k, vv := range resp.Header {
+		if !plainField(k, vv) {
+			return false
+		}
+	}
+	return true
+}
+
+// earlyBufs holds the buffers of early answers and engine requests.
+var earlyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+func (p *Proxy) earlyBuf() []byte { return (*earlyBufs.Get().(*[]byte))[:0] }
+
+// giveEarlyBuf gives b back, unless one large answer grew it.
+func (p *Proxy) giveEarlyBuf(b []byte) {
+	if cap(b) > smallBody+4096 {
+		return
+	}
+	earlyBufs.Put(&b)
+}
+
+// statusLine200 is the common status line, rendered once.
+var statusLine200 = httpStatusLine(http.StatusOK)
+
+// appendAnswerHead appends resp's head as net/http writes a handler's
+// that copied resp's fields: the status line with Go's status text, the
+// fields sorted by name, and a Date when resp has none.
+func appendAnswerHead(dst []byte, resp *http.Response, date []byte) []byte {
+	if resp.StatusCode == http.StatusOK {
+		dst = append(dst, statusLine200...)
+	} else {
+		dst = append(dst, httpStatusLine(resp.StatusCode)...)
+	}
+	var stack [16]string
+	keys := stack[:0]
+	for k := range resp.Header {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range resp.Header[k] {
+			dst = appendField(dst, k, v)
+		}
+	}
+	if _, ok := resp.Header["Date"]; !ok {
+		dst = append(dst, "Date: "...)
+		dst = append(dst, date...)
+		dst = append(dst, "\r\n"...)
+	}
+	return append(dst, "\r\n"...)
+}

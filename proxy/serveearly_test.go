@@ -1,0 +1,181 @@
+package proxy_test
+
+import (
+	"bytes"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// seenRequest is what an engine saw of a request.
+type seenRequest struct {
+	method, uri, host string
+	header            http.Header
+	body              string
+}
+
+// earlyEngine answers by path, and records every request with its
+// body.
+type earlyEngine struct {
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+func (e *earlyEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	e.mu.Lock()
+	e.seen = append(e.seen, seenRequest{method: r.Method, uri: r.RequestURI, host: r.Host, header: r.Header.Clone(), body: string(b)})
+	e.mu.Unlock()
+	h := w.Header()
+	switch r.URL.Path {
+	case "/v1/completions":
+		h.Set("Content-Type", "application/json")
+		h.Set("X-Engine", "a")
+		h.Add("X-Engine", "b")
+		h.Set("Keep-Alive", "timeout=5") // hop-by-hop: never forwarded
+		_, _ = io.WriteString(w, `{"choices":[{"text":"hello there"}],"usage":{"prompt_tokens":3,"completion_tokens":5}}`)
+	case "/nodate":
+		h["Date"] = nil
+		h.Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "no date")
+	case "/error":
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":{"message":"bad"}}`)
+	case "/empty":
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", "0")
+	case "/chunked":
+		h.Set("Content-Type", "application/json")
+		w.(http.Flusher).Flush()
+		_, _ = io.WriteString(w, `{"chunked":true}`)
+	case "/teapot":
+		h.Set("Content-Type", "text/plain")
+		w.WriteHeader(599)
+		_, _ = io.WriteString(w, "odd status")
+	}
+}
+
+func (e *earlyEngine) last() seenRequest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seen[len(e.seen)-1]
+}
+
+// rawClient is an early request's client: it keeps what the proxy writes.
+type rawClient struct {
+	bytes.Buffer
+	addr    net.Addr
+	mu      sync.Mutex
+	over    bool
+	unwatch chan struct{}
+}
+
+func newRawClient() *rawClient {
+	return &rawClient{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}, unwatch: make(chan struct{})}
+}
+
+func (c *rawClient) RemoteAddr() net.Addr { return c.addr }
+
+// Watch waits for Unwatch: the client stays (a slow machine may fire the
+// watch's timer).
+func (c *rawClient) Watch(func()) {
+	c.mu.Lock()
+	over := c.over
+	c.mu.Unlock()
+	if !over {
+		<-c.unwatch
+	}
+}
+
+func (c *rawClient) Unwatch() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.over {
+		c.over = true
+		close(c.unwatch)
+	}
+	return false
+}
+
+// servedCases are requests AnswerEarly serves itself, and the fields of
+// the engine's view that differ with the connection.
+var servedCases = []struct{ name, raw string }{
+	{"a completion", "POST /v1/completions HTTP/1.1\r\nHost: slotgate:8080\r\nContent-Type: application/json\r\n" +
+		"X-Request-Id: client-7\r\nContent-Length: 15\r\n\r\n{\"prompt\":\"hi\"}"},
+	{"forwarding and hop-by-hop fields", "POST /v1/completions?a=b&c HTTP/1.1\r\nhost: x\r\nConnection: keep-alive\r\n" +
+		"Keep-Alive: timeout=9\r\nTE: gzip, trailers\r\nX-Forwarded-For: 10.0.0.1\r\nx-forwarded-for: 10.0.0.2, 10.0.0.3\r\n" +
+		"X-Forwarded-Host: evil\r\nForwarded: for=1.2.3.4\r\nProxy-Authorization: secret\r\nUser-Agent: \r\n" +
+		"Accept: */*\r\nAccept: text/plain\r\ncontent-length: 2\r\n\r\n{}"},
+	{"a user agent, an idempotency key, no id", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/8.5\r\n" +
+		"Idempotency-Key: k1\r\nContent-Length: 2\r\n\r\n{}"},
+	{"no Date from the engine", "GET /nodate HTTP/1.1\r\nHost: x\r\n\r\n"},
+	{"an engine's error", "POST /error HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"},
+	{"an empty answer", "POST /empty HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"},
+	{"a status without text", "POST /teapot HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"},
+}
+
+// TestAnswerEarlyMatchesServeHTTP sends each request through a real
+// net/http server in front of the proxy, then offers the same bytes to
+// AnswerEarly: it must serve it itself, the client must get the same
+// answer but for the Date, the engine the same request but for the id
+// slotgate made up, and the outcome, token counts and access-log line
+// must be the same.
+func TestAnswerEarlyMatchesServeHTTP(t *testing.T) {
+	eng := &earlyEngine{}
+	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 4}, wrap: proxy.Strict})
+	for _, tc := range servedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			logged := len(h.access.All())
+			before := h.obs.snapshot()
+			served := answerOf(t, h, tc.raw)
+			viaServer := eng.last()
+			afterServed := h.obs.snapshot()
+
+			head, body, _ := strings.Cut(tc.raw, "\r\n\r\n")
+			c := newRawClient()
+			e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), c)
+			if !e.Answered || e.Gone || e.Handed != nil {
+				t.Fatalf("AnswerEarly: %+v, want it answered", e)
+			}
+			norm := func(b []byte) string {
+				return string(dateLine.ReplaceAll(b, []byte("Date: (date)\r\n")))
+			}
+			if got, want := norm(c.Bytes()), norm(served); got != want {
+				t.Errorf("early answer:\n%q\nnet/http's:\n%q", got, want)
+			}
+			early := eng.last()
+			if early.method != viaServer.method || early.uri != viaServer.uri || early.host != viaServer.host || early.body != viaServer.body {
+				t.Errorf("the engine got %s %s (Host %s) %q early, %s %s (Host %s) %q through net/http",
+					early.method, early.uri, early.host, early.body, viaServer.method, viaServer.uri, viaServer.host, viaServer.body)
+			}
+			if !strings.Contains(tc.raw, "X-Request-Id") {
+				// An id slotgate made up: its number differs.
+				early.header.Del("X-Request-Id")
+				viaServer.header.Del("X-Request-Id")
+			}
+			if !maps.EqualFunc(early.header, viaServer.header, func(a, b []string) bool { return strings.Join(a, "\n") == strings.Join(b, "\n") }) {
+				t.Errorf("the engine's header early:\n%v\nthrough net/http:\n%v", early.header, viaServer.header)
+			}
+			if got, want := diff(h.obs.snapshot().done, afterServed.done), diff(afterServed.done, before.done); !maps.Equal(got, want) {
+				t.Errorf("outcomes early %v, through net/http %v", got, want)
+			}
+			lines := h.accessLines()[logged:]
+			if len(lines) != 2 {
+				t.Fatalf("%d access-log lines, want 2 (net/http's, the early one)", len(lines))
+			}
+			for _, k := range []string{"method", "path", "proto", "status", "outcome", "bytes_in", "bytes_out"} {
+				if lines[0][k] != lines[1][k] {
+					t.Errorf("access log %s: %v early, %v through net/http", k, lines[1][k], lines[0][k])
+				}
+			}
+		})
+	}
+}
