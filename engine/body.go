@@ -10,6 +10,7 @@ type answerBody struct {
 	pool     *pool
 	ec       *conn
 	stop     func() bool // ends the context's watch; false once it cut the deadline
+	cut      *Cut        // instead of stop: the caller's (SendRaw)
 	keep     bool        // the engine keeps the connection open
 	eof, end bool
 	read     bool // Read was called
@@ -34,7 +35,7 @@ func (b *answerBody) Close() error {
 		// the connection goes first, so that the body's Close, which
 		// would otherwise read the rest of a stream to its end, returns
 		// at once, and the engine sees the request abandoned.
-		b.stop()
+		b.unwatch()
 		_ = b.ec.c.Close()
 		_ = b.ReadCloser.Close()
 		return nil
@@ -45,10 +46,19 @@ func (b *answerBody) Close() error {
 	// than its Content-Length said) would be read as the next request's
 	// answer: such a connection is closed, as net/http's Transport closes
 	// one that speaks while idle.
-	if b.stop() && err == nil && b.ec.br.Buffered() == 0 {
+	if b.unwatch() && err == nil && b.ec.br.Buffered() == 0 {
 		b.pool.put(b.ec)
 		return nil
 	}
 	_ = b.ec.c.Close()
 	return err
+}
+
+// unwatch ends the watch of the exchange's context or Cut, and reports
+// false when it cut the connection.
+func (b *answerBody) unwatch() bool {
+	if b.cut != nil {
+		return b.cut.unwatch()
+	}
+	return b.stop()
 }

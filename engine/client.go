@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -132,11 +131,11 @@ func (c *Client) Do(req *http.Request, body []byte) (*http.Response, error) {
 // raw without building an *http.Request (proxy.Proxy.AnswerEarly). The
 // client must be for an http engine URL (Raw). replayable says whether the
 // request may be sent again after the engine may have read it (see
-// replayable): a generation may not. The end of ctx cuts the exchange
+// replayable): a generation may not. cut, the caller's, cuts the exchange
 // short, until the answer's body is closed.
-func (c *Client) SendRaw(ctx context.Context, raw []byte, replayable bool) (*http.Response, error) {
+func (c *Client) SendRaw(cut *Cut, raw []byte, replayable bool) (*http.Response, error) {
 	d := c.direct
-	return d.retrying(ctx, replayable, func(ec *conn) (*http.Response, error) {
+	return d.retrying(guard{cut: cut}, replayable, func(ec *conn) (*http.Response, error) {
 		return ec.sendRaw(raw, d.maxHead)
 	})
 }

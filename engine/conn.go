@@ -20,10 +20,11 @@ type conn struct {
 	// wrote is set once the current request was written whole: from
 	// then on the engine may have it.
 	wrote bool
+	probe *peerProbe // looks for the engine's close; nil: PeerClosed
 }
 
 func newConn(c net.Conn) *conn {
-	ec := &conn{c: c}
+	ec := &conn{c: c, probe: newPeerProbe(c)}
 	ec.read.r = c
 	ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
 	return ec

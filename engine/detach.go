@@ -34,7 +34,7 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	}
 	b := resp.Body.(*answerBody)
 	b.end = true
-	if !b.stop() {
+	if !b.unwatch() {
 		_ = b.ec.c.Close()
 		return nil, false
 	}
@@ -48,7 +48,7 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	b.ReadCloser = http.NoBody
 	// The context's watch is over; its stop function would keep the
 	// request's contexts alive for as long as the stream.
-	b.stop = nil
+	b.stop, b.cut = nil, nil
 	return d, true
 }
 

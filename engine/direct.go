@@ -51,27 +51,49 @@ func (d *direct) takes(req *http.Request, body []byte) bool {
 
 func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
 	out := *req // the caller's request is not changed
-	return d.retrying(req.Context(), replayable(req), func(ec *conn) (*http.Response, error) {
+	return d.retrying(guard{ctx: req.Context()}, replayable(req), func(ec *conn) (*http.Response, error) {
 		out.Body = bodyReader(body)
 		return ec.send(&out, d.maxHead)
 	})
 }
 
+// guard is what cuts an exchange short: its request's context, or the
+// caller's Cut (SendRaw).
+type guard struct {
+	ctx context.Context // nil with cut
+	cut *Cut
+}
+
+func (g guard) err() error {
+	if g.cut != nil {
+		return g.cut.err()
+	}
+	return g.ctx.Err()
+}
+
+// dialContext is the context a new connection is dialed under.
+func (g guard) dialContext() context.Context {
+	if g.cut != nil {
+		return context.Background() // bounded by the dial timeout
+	}
+	return g.ctx
+}
+
 // retrying sends a request with send on a pooled or new connection, and
 // once more on a new one when a reused connection turns out to have been
 // closed by the engine (staleConn).
-func (d *direct) retrying(ctx context.Context, replayable bool, send func(*conn) (*http.Response, error)) (*http.Response, error) {
+func (d *direct) retrying(g guard, replayable bool, send func(*conn) (*http.Response, error)) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		ec, reused, err := d.get(ctx, !replayable)
+		ec, reused, err := d.get(g.dialContext(), !replayable)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := d.exchange(ctx, ec, send)
+		resp, err := d.exchange(g, ec, send)
 		if err == nil {
 			return resp, nil
 		}
 		_ = ec.c.Close()
-		if err := ctx.Err(); err != nil {
+		if err := g.err(); err != nil {
 			return nil, err
 		}
 		if !reused || attempt > 0 || !staleConn(err, ec, replayable) {
@@ -113,20 +135,25 @@ func staleConn(err error, ec *conn, replayable bool) bool {
 }
 
 // exchange sends a request on ec with send and reads the head of its
-// final answer. Until the answer's body is closed, the end of ctx cuts
-// the connection's reads and writes short.
-func (d *direct) exchange(ctx context.Context, ec *conn, send func(*conn) (*http.Response, error)) (*http.Response, error) {
-	stop := context.AfterFunc(ctx, func() { _ = ec.c.SetDeadline(time.Unix(1, 0)) })
+// final answer. Until the answer's body is closed, g cuts the
+// connection's reads and writes short.
+func (d *direct) exchange(g guard, ec *conn, send func(*conn) (*http.Response, error)) (*http.Response, error) {
+	body := &answerBody{pool: &d.pool, ec: ec, cut: g.cut}
+	if g.cut != nil {
+		g.cut.watch(ec.c)
+	} else {
+		body.stop = context.AfterFunc(g.ctx, func() { _ = ec.c.SetDeadline(time.Unix(1, 0)) })
+	}
 	resp, err := send(ec)
 	if err != nil {
-		stop()
+		body.unwatch()
 		return nil, err
 	}
 	// The hand-written path never asks for an upgrade: a 101 is an engine
 	// that switched protocols unasked, and its connection is not HTTP's
 	// any more.
-	keep := !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols
-	resp.Body = &answerBody{ReadCloser: resp.Body, pool: &d.pool, ec: ec, stop: stop, keep: keep}
+	body.keep = !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	body.ReadCloser, resp.Body = resp.Body, body
 	return resp, nil
 }
 
@@ -140,7 +167,7 @@ func (d *direct) get(ctx context.Context, peek bool) (ec *conn, reused bool, err
 		// than peekAfter is taken as open without a system call, unless
 		// peek asks for one; one the engine closed anyway is caught by
 		// the stale-connection retry.
-		if !peek && time.Since(ec.idle) < peekAfter || !PeerClosed(ec.c) {
+		if !peek && time.Since(ec.idle) < peekAfter || !ec.peerClosed() {
 			return ec, true, nil
 		}
 		_ = ec.c.Close() // the engine's keep-alive timeout passed

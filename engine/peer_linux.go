@@ -20,11 +20,51 @@ func PeerClosed(c net.Conn) bool {
 	if err != nil {
 		return false
 	}
-	closed := false
-	_ = raw.Control(func(fd uintptr) {
-		var b [1]byte
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		closed = (n == 0 && err == nil) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
-	})
-	return closed
+	var p peerProbe
+	p.fn = p.look
+	return p.closed(raw)
+}
+
+// peerProbe looks at a socket for its peer's close, with its function
+// made once: an engine connection keeps one, so that the look before
+// each generation costs no allocation.
+type peerProbe struct {
+	raw  syscall.RawConn
+	fn   func(fd uintptr) // look, bound once
+	seen bool
+}
+
+func newPeerProbe(c net.Conn) *peerProbe {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	p := &peerProbe{raw: raw}
+	p.fn = p.look
+	return p
+}
+
+// closed peeks at raw's socket (see PeerClosed).
+func (p *peerProbe) closed(raw syscall.RawConn) bool {
+	p.seen = false
+	_ = raw.Control(p.fn)
+	return p.seen
+}
+
+func (p *peerProbe) look(fd uintptr) {
+	var b [1]byte
+	n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	p.seen = (n == 0 && err == nil) || (err != nil && err != syscall.EAGAIN && err != syscall.EINTR)
+}
+
+// peerClosed is PeerClosed for an engine connection.
+func (ec *conn) peerClosed() bool {
+	if ec.probe == nil {
+		return PeerClosed(ec.c)
+	}
+	return ec.probe.closed(ec.probe.raw)
 }

@@ -20,8 +20,8 @@ func rawPost(u *url.URL, body string) []byte {
 		u.Host, len(body), body)
 }
 
-func sendRaw(ctx context.Context, c *engine.Client, raw []byte, replayable bool) result {
-	return read(c.SendRaw(ctx, raw, replayable))
+func sendRaw(c *engine.Client, raw []byte, replayable bool) result {
+	return read(c.SendRaw(new(engine.Cut), raw, replayable))
 }
 
 // TestSendRaw: a request written whole reaches the engine as written and
@@ -40,7 +40,7 @@ func TestSendRaw(t *testing.T) {
 	}
 	for i := range 3 {
 		body := fmt.Sprintf(`{"prompt":"%d"}`, i)
-		if r := sendRaw(t.Context(), c, rawPost(eng.url(), body), false); r.err != nil || r.status != http.StatusOK || r.body != `{"n":1}` {
+		if r := sendRaw(c, rawPost(eng.url(), body), false); r.err != nil || r.status != http.StatusOK || r.body != `{"n":1}` {
 			t.Fatalf("request %d: %d %q %v", i, r.status, r.body, r.err)
 		}
 		if got := eng.body(i); got != body {
@@ -74,10 +74,10 @@ func TestSendRawNotResent(t *testing.T) {
 				return true
 			})
 			c := newClient(t, engine.Options{URL: eng.url()})
-			if r := sendRaw(t.Context(), c, rawPost(eng.url(), "{}"), replayable); r.err != nil {
+			if r := sendRaw(c, rawPost(eng.url(), "{}"), replayable); r.err != nil {
 				t.Fatal(r.err)
 			}
-			r := sendRaw(t.Context(), c, rawPost(eng.url(), "{}"), replayable)
+			r := sendRaw(c, rawPost(eng.url(), "{}"), replayable)
 			want := int64(2)
 			if replayable {
 				want = 3
@@ -89,8 +89,8 @@ func TestSendRawNotResent(t *testing.T) {
 	}
 }
 
-// TestSendRawCancelled: the end of the context cuts the wait for the
-// answer short.
+// TestSendRawCancelled: the caller's Cut cuts the wait for the answer
+// short; a Cut made before the exchange fails it at once.
 func TestSendRawCancelled(t *testing.T) {
 	release := make(chan struct{})
 	eng := newRawEngine(t, func(w *bufio.Writer, _ int, _ *http.Request) bool {
@@ -99,10 +99,10 @@ func TestSendRawCancelled(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) }) // before the engine's cleanup, which waits for it
 	c := newClient(t, engine.Options{URL: eng.url()})
-	ctx, cancel := context.WithCancel(t.Context())
+	cut := new(engine.Cut)
 	done := make(chan error, 1)
 	go func() {
-		resp, err := c.SendRaw(ctx, rawPost(eng.url(), "{}"), false)
+		resp, err := c.SendRaw(cut, rawPost(eng.url(), "{}"), false)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
@@ -111,13 +111,19 @@ func TestSendRawCancelled(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, "the engine to read the request", func() bool { return eng.requests.Load() == 1 })
-	cancel()
+	cut.Now()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled: %v, want context.Canceled", err)
 		}
 	case <-time.After(bound):
-		t.Fatal("SendRaw did not return once its context ended")
+		t.Fatal("SendRaw did not return once cut")
+	}
+	if _, err := c.SendRaw(cut, rawPost(eng.url(), "{}"), false); !errors.Is(err, context.Canceled) {
+		t.Errorf("a second exchange of a Cut already cut: %v, want context.Canceled", err)
+	}
+	if n := eng.requests.Load(); n != 1 {
+		t.Errorf("the engine got %d requests, want 1", n)
 	}
 }

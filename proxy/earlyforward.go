@@ -59,12 +59,15 @@ func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, r
 	if te {
 		dst = append(dst, "Te: trailers\r\n"...)
 	}
-	if ip, _, err := net.SplitHostPort(remote.String()); err == nil {
-		dst = append(dst, "X-Forwarded-For: "...)
-		if forwardedFor != nil {
-			dst = append(append(dst, forwardedFor...), ", "...)
-		}
-		dst = append(append(dst, ip...), "\r\n"...)
+	mark := len(dst)
+	dst = append(dst, "X-Forwarded-For: "...)
+	if forwardedFor != nil {
+		dst = append(append(dst, forwardedFor...), ", "...)
+	}
+	if dst, ok = appendClientIP(dst, remote); ok {
+		dst = append(dst, "\r\n"...)
+	} else {
+		dst = dst[:mark] // no host to name: none is set, as on the plain path
 	}
 	dst = appendFieldBytes(dst, []byte("X-Forwarded-Host"), host)
 	dst = append(dst, "X-Forwarded-Proto: http\r\n"...)
@@ -187,3 +190,16 @@ func plainField(k string, vv []string) bool {
 }
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// appendClientIP appends to b the host part of remote's address, as
+// net.SplitHostPort reads it from remote.String() (the plain path's
+// X-Forwarded-For); for a TCP address, without allocating.
+func appendClientIP(b []byte, remote net.Addr) ([]byte, bool) {
+	if ta, ok := remote.(*net.TCPAddr); ok {
+		if ip := ta.AddrPort().Addr(); ip.IsValid() {
+			return ip.Unmap().AppendTo(b), true
+		}
+	}
+	ip, _, err := net.SplitHostPort(remote.String())
+	return append(b, ip...), err == nil
+}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotgate/slotgate/engine"
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/load/estimate"
 )
@@ -59,6 +60,9 @@ type exchange struct {
 	// park is the request's gate.Parker (park.go), here to cost no
 	// allocation to the requests that never wait.
 	park parking
+	// cut cuts the engine exchange of a request the front end sent
+	// (AnswerEarly) short: its client left.
+	cut engine.Cut
 }
 
 // smallBody is the largest declared request body taken to have arrived with

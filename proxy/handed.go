@@ -23,9 +23,6 @@ type Handed struct {
 	sent bool // the engine has the request: resp or err is its outcome
 	resp *http.Response
 	err  error
-	// cancel ends the engine exchange's context: linked to the request's
-	// once net/http has it, and called when the handler is done.
-	cancel context.CancelFunc
 }
 
 // HandedConn is a connection that may carry a Handed to its next
@@ -41,11 +38,9 @@ type HandedConn interface {
 // down). Its slot goes back and its access-log line is written.
 func (hd *Handed) Abandon() {
 	ex := hd.ex
+	ex.cut.Now()
 	if hd.resp != nil {
 		_ = hd.resp.Body.Close()
-	}
-	if hd.cancel != nil {
-		hd.cancel()
 	}
 	if !hd.sent {
 		ex.EngineDone() // the engine never had it: no abort grace
@@ -82,11 +77,10 @@ func (p *Proxy) serveHanded(hd *Handed, w http.ResponseWriter, r *http.Request) 
 		p.serveDecided(ex, hd.d)
 		return
 	}
-	stop := context.AfterFunc(r.Context(), hd.cancel)
-	defer func() {
-		stop()
-		hd.cancel()
-	}()
+	// The request's context ends when its client leaves: the engine's
+	// answer is cut then, as the plain path's is.
+	stop := context.AfterFunc(r.Context(), ex.cut.Now)
+	defer stop()
 	if hd.err != nil {
 		ex.engineError(&ex.out, r, hd.err)
 		return

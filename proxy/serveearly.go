@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -126,18 +125,16 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	ex.BeginFlight()
 	ex.promptEstimated(est)
 	ex.Sent()
-	ctx, cancel := context.WithCancel(context.Background())
-	watch := time.AfterFunc(watchAfter, func() { c.Watch(cancel) })
-	resp, err := p.client.SendRaw(ctx, raw, replay)
+	watch := time.AfterFunc(watchAfter, func() { c.Watch(ex.cut.Now) })
+	resp, err := p.client.SendRaw(&ex.cut, raw, replay)
 	p.giveEarlyBuf(raw)
 	if !watch.Stop() && c.Unwatch() {
-		cancel()
+		ex.cut.Now()
 		return p.earlyGone(ex, resp, h, c)
 	}
 	if err != nil || !earlyAnswerable(resp) {
-		return Early{Handed: &Handed{ex: ex, d: d, sent: true, resp: resp, err: err, cancel: cancel}}
+		return Early{Handed: &Handed{ex: ex, d: d, sent: true, resp: resp, err: err}}
 	}
-	defer cancel()
 	return p.answerServed(ex, resp, h, c)
 }
 
@@ -182,7 +179,7 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 		// client gets net/http's answer to that, a 502, with the
 		// connection closed (the plain path's copy would abort it).
 		p.giveEarlyBuf(out)
-		return Early{Handed: &Handed{ex: ex, sent: true, err: rerr, cancel: func() {}}}
+		return Early{Handed: &Handed{ex: ex, sent: true, err: rerr}}
 	}
 	ex.out.status, ex.FirstByte = resp.StatusCode, time.Now()
 	_, werr := c.Write(out)
