@@ -31,7 +31,7 @@ type LoadReport struct {
 type loadReport struct {
 	key   string
 	value func(req http.Header) string
-	reads []string // RequestHeaders
+	reads []string // RequestHeaders, in lower case
 }
 
 // newLoadReport returns nil when there is no report to send.
@@ -39,7 +39,11 @@ func newLoadReport(o *LoadReport) *loadReport {
 	if o == nil {
 		return nil
 	}
-	return &loadReport{key: http.CanonicalHeaderKey(o.Key), value: o.Value, reads: o.RequestHeaders}
+	reads := make([]string, len(o.RequestHeaders))
+	for i, h := range o.RequestHeaders {
+		reads[i] = strings.ToLower(h) // as earlyField compares names
+	}
+	return &loadReport{key: http.CanonicalHeaderKey(o.Key), value: o.Value, reads: reads}
 }
 
 // reportLoad sets the load report on the answer's headers. A streamed

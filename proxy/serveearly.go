@@ -116,8 +116,11 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 		return p.writeEarly(c, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), p.earlyBuf()))
 	}
 	est := ex.heldPrompt(body)
+	if est.Stream {
+		return Early{Handed: &Handed{ex: ex, d: d}} // for the relay
+	}
 	raw, replay, ok := p.appendEngineRequest(p.earlyBuf(), head, h, ex.ID, c.RemoteAddr())
-	if !ok || est.Stream {
+	if !ok {
 		p.giveEarlyBuf(raw)
 		return Early{Handed: &Handed{ex: ex, d: d}}
 	}

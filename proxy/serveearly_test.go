@@ -63,6 +63,12 @@ func (e *earlyEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+func (e *earlyEngine) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.seen)
+}
+
 func (e *earlyEngine) last() seenRequest {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -223,4 +229,64 @@ func BenchmarkAnswerEarly(b *testing.B) {
 			b.Fatalf("not answered: %+v", e)
 		}
 	}
+}
+
+// TestAnswerEarlyHandsOn: what the front end does not write itself goes
+// on to net/http with its exchange, sent to the engine only where the
+// table says (never twice); a request that would wait is left untouched;
+// a handed exchange whose request net/http never serves ends when
+// abandoned, its slot back.
+func TestAnswerEarlyHandsOn(t *testing.T) {
+	eng := &earlyEngine{}
+	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 1},
+		options: func(o *proxy.Options) {
+			o.LoadReport = &proxy.LoadReport{Key: "Endpoint-Load-Metrics", Value: func(http.Header) string { return "x" },
+				RequestHeaders: []string{"Endpoint-Load-Metrics-Format"}}
+		}})
+	for _, tc := range []struct {
+		name, raw string
+		sent      bool
+	}{
+		{"a stream", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 30\r\n\r\n{\"prompt\":\"hi\",\"stream\":true}\n", false},
+		{"a field the load report reads", "POST /v1/completions HTTP/1.1\r\nHost: x\r\nendpoint-load-metrics-format: TEXT\r\n" +
+			"Content-Length: 2\r\n\r\n{}", false},
+		{"a chunked answer", "POST /chunked HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, cancelled := eng.count(), h.obs.snapshot().done["cancelled_running"]
+			head, body, _ := strings.Cut(tc.raw, "\r\n\r\n")
+			e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), newRawClient())
+			if e.Answered || e.Handed == nil {
+				t.Fatalf("AnswerEarly: %+v, want it handed on", e)
+			}
+			if sent := eng.count() > before; sent != tc.sent {
+				t.Errorf("sent to the engine: %v, want %v", sent, tc.sent)
+			}
+			if s := h.lim.Stats(); s.Holding != 1 {
+				t.Errorf("handed on: %d slots held, want 1", s.Holding)
+			}
+			e.Handed.Abandon()
+			// A request the engine had is held for the abort grace, the
+			// time the engine takes to see it abandoned.
+			h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+			if got := h.obs.snapshot().done["cancelled_running"]; got != cancelled+1 {
+				t.Errorf("cancelled_running reported %d times, want %d", got, cancelled+1)
+			}
+		})
+	}
+	t.Run("would wait", func(t *testing.T) {
+		p, err := h.lim.TryAcquire(limiter.Request{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release()
+		before := h.lim.Stats()
+		e := h.proxy.AnswerEarly([]byte("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"), []byte("{}"), newRawClient())
+		if e != (proxy.Early{}) {
+			t.Fatalf("AnswerEarly: %+v, want the request left to net/http", e)
+		}
+		if after := h.lim.Stats(); after.Holding != before.Holding || after.Waiting != before.Waiting {
+			t.Errorf("the limiter changed: %+v, then %+v", before, after)
+		}
+	})
 }
