@@ -25,7 +25,7 @@ func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, r
 	dst = append(dst, "\r\n"...)
 	replay = string(h.method) == http.MethodGet
 	var host, forwardedFor []byte
-	te := false
+	te, agent, forwarded := false, false, false
 	for {
 		line, rest, _ = cutCRLF(rest)
 		if len(line) == 0 {
@@ -37,19 +37,22 @@ func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, r
 		case fieldHost:
 			host = value
 		case fieldForwardedFor:
-			if forwardedFor != nil {
+			if forwarded {
 				forwardedFor = append(forwardedFor, ", "...)
 			}
-			forwardedFor = append(forwardedFor, value...)
+			forwardedFor, forwarded = append(forwardedFor, value...), true
 		case fieldTE:
 			te = te || headerHasToken([]string{string(value)}, "trailers")
 		case fieldIdempotency:
 			replay = replay || len(value) > 0
 			dst = appendFieldBytes(dst, name, value)
 		case fieldUserAgent:
-			if len(value) > 0 { // an empty one is not sent (engineRequest)
+			// Only the first is sent, and not when empty (Request.Write
+			// writes Header.Get's).
+			if !agent && len(value) > 0 {
 				dst = appendFieldBytes(dst, name, value)
 			}
+			agent = true
 		case fieldRead:
 			return dst, false, false
 		case fieldCopied:
@@ -61,7 +64,7 @@ func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, r
 	}
 	mark := len(dst)
 	dst = append(dst, "X-Forwarded-For: "...)
-	if forwardedFor != nil {
+	if forwarded { // even empty ones: the plain path joins them all
 		dst = append(append(dst, forwardedFor...), ", "...)
 	}
 	if dst, ok = appendClientIP(dst, remote); ok {
