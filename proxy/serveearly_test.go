@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/proxy"
@@ -289,4 +291,73 @@ func TestAnswerEarlyHandsOn(t *testing.T) {
 			t.Errorf("the limiter changed: %+v, then %+v", before, after)
 		}
 	})
+}
+
+// FuzzAnswerEarlyMatchesServeHTTP: whatever the engine answers, when the
+// front end writes the answer itself the client gets the bytes net/http
+// and the plain path give it, but the Date the front end adds when the
+// engine sent none. The engine here answers every request with the
+// fuzzed bytes, then closes its connection.
+func FuzzAnswerEarlyMatchesServeHTTP(f *testing.F) {
+	var answer sync.Map // "a": the bytes the engine answers
+	u := rawEngine(f, func(c net.Conn) {
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		a, _ := answer.Load("a")
+		_, _ = io.WriteString(c, a.(string))
+	})
+	h := newHarness(f, harnessConfig{engineURL: u, limits: limiter.Options{Slots: 1 << 16}})
+	f.Add("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nserver: uvicorn\r\n\r\n{}")
+	f.Add("HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nX-A: 1\r\nx-a: 2\r\n\r\nno!")
+	f.Add("HTTP/1.1 299 Whatever\r\nContent-Type: a/b\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 0\r\n\r\n")
+	f.Add("HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nKeep-Alive: timeout=5\r\nEndpoint-Load-Metrics: x\r\nContent-Length: 1\r\n\r\nz")
+	// Replayable: a request that finds the engine's last connection
+	// closing as it goes out is sent again on a new one, on both paths.
+	const raw = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 2\r\n\r\n{}"
+	head, body, _ := strings.Cut(raw, "\r\n\r\n")
+	f.Fuzz(func(t *testing.T, a string) {
+		answer.Store("a", a)
+		c := newRawClient()
+		e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), c)
+		if e.Handed != nil {
+			e.Handed.Abandon()
+		}
+		if !e.Answered {
+			return // not the front end's to write
+		}
+		served := rawAnswer(t, strings.TrimPrefix(h.url(""), "http://"), raw)
+		norm := func(b []byte) string { return string(dateLine.ReplaceAll(b, []byte("Date: (date)\r\n"))) }
+		if got, want := norm(c.Bytes()), norm(served); got != want {
+			t.Fatalf("engine's answer %q:\nthe front end wrote\n%q\nnet/http\n%q", a, got, want)
+		}
+	})
+}
+
+// rawAnswer sends raw on a new connection to addr and returns the
+// answer's bytes.
+func rawAnswer(t *testing.T, addr, raw string) []byte {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	resp, err := http.ReadResponse(bufio.NewReader(io.TeeReader(c, &got)), nil)
+	if err != nil {
+		t.Fatalf("reading net/http's answer: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	return got.Bytes()
 }
