@@ -49,7 +49,7 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	defer cancel()
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 4)
-	proxyLn := newStrictListener(ls.proxy, a.proxyServer, a.proxy)
+	proxyLn := newStrictListener(ls.proxy, a.proxyServer, a.frontEnd())
 	a.stopEarly = proxyLn.stopEarly
 	wg.Go(func() { serveErr <- serve(a.proxyServer, proxyLn) })
 	wg.Go(func() { serveErr <- serve(a.adminServer, ls.admin) })
@@ -177,4 +177,13 @@ func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 	a.grpc.stop(ctx)
 	a.log.Info("drained: exiting")
 	return exitOK, false
+}
+
+// frontEnd is what answers requests before net/http reads them: the
+// proxy, or nothing with --front-end=false.
+func (a *app) frontEnd() earlyAnswerer {
+	if !a.cfg.FrontEnd {
+		return nil
+	}
+	return a.proxy
 }

@@ -61,6 +61,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Int64("max_buffered_body_bytes", c.MaxBufferedBodyBytes),
 		zap.Duration("request_header_timeout", c.RequestHeaderTimeout),
 		zap.Duration("request_body_timeout", c.RequestBodyTimeout),
+		zap.Bool("front_end", c.FrontEnd),
 		zap.String("stream_relay", c.StreamRelay),
 		zap.Int("max_procs", runtime.GOMAXPROCS(0)), src("max-procs"),
 		zap.Duration("first_token_timeout", c.FirstTokenTimeout),

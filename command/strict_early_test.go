@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotgate/slotgate/config"
 	"github.com/slotgate/slotgate/proxy"
 )
 
@@ -296,4 +297,17 @@ func TestEarlyAnswersStop(t *testing.T) {
 	stop()
 	got = append(got, postEach(t, c, br, "/refuse-2")...)
 	wantSame(t, "answers", got, []string{"200 /first", "529 /refuse-1", "200 /refuse-2"})
+}
+
+// TestFrontEndOff: with --front-end=false the listener answers nothing
+// itself, and net/http's ConnState hook is left as it was.
+func TestFrontEndOff(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		a := &app{cfg: config.Config{FrontEnd: on}, proxy: &proxy.Proxy{}}
+		srv := &http.Server{}
+		l := newStrictListener(nil, srv, a.frontEnd())
+		if (l.early != nil) != on || (srv.ConnState != nil) != on {
+			t.Errorf("--front-end=%v: early answers %v, answers counted %v", on, l.early != nil, srv.ConnState != nil)
+		}
+	}
 }

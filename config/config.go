@@ -103,6 +103,10 @@ type Config struct {
 	// arrive on the proxy port (--request-header-timeout,
 	// SLOTGATE_REQUEST_HEADER_TIMEOUT, 30s); zero is no limit.
 	RequestHeaderTimeout time.Duration
+	// FrontEnd has the proxy port's listener answer the common HTTP/1.1
+	// request before net/http reads it (--front-end, SLOTGATE_FRONT_END,
+	// true).
+	FrontEnd bool
 	// StreamRelay is how streamed HTTP/1.1 answers are carried: "off"
 	// (net/http, a goroutine each) or "epoll" (the relay's event loops,
 	// Linux only); "auto", the default, is read as epoll on Linux and off

@@ -39,6 +39,7 @@ var allSettings = []setting{
 	{"max-request-body-bytes", "SLOTGATE_MAX_REQUEST_BODY_BYTES", "33554432"},
 	{"max-buffered-body-bytes", "SLOTGATE_MAX_BUFFERED_BODY_BYTES", "268435456"},
 	{"request-header-timeout", "SLOTGATE_REQUEST_HEADER_TIMEOUT", "30s"},
+	{"front-end", "SLOTGATE_FRONT_END", "true"},
 	{"stream-relay", "SLOTGATE_STREAM_RELAY", "auto"},
 	{"max-procs", "SLOTGATE_MAX_PROCS", "auto"},
 	{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", "60s"},

@@ -34,6 +34,7 @@ func (c *Config) fillLoad(r *raw, v *flagenv.Checker) {
 		v.Fail("orca-format", r.ORCAFormat, "must be one of text, json, bin (any case)")
 	}
 	c.AccessLog = v.Bool("access-log", r.AccessLog)
+	c.FrontEnd = v.Bool("front-end", r.FrontEnd)
 	c.EnableProfiling = v.Bool("enable-profiling", r.EnableProfiling)
 	c.AdminGRPCListen = ""
 	if a := strings.TrimSpace(r.AdminGRPCListen); a != "" && !strings.EqualFold(a, "off") {

@@ -97,6 +97,10 @@ func TestLoadSettings(t *testing.T) {
 				eq(t, "AccessLog", c.AccessLog, false)
 				eq(t, "EnableProfiling", c.EnableProfiling, true)
 			}},
+		{name: "the front end by default, off by variable", env: map[string]string{"SLOTGATE_FRONT_END": "false"},
+			check: func(t *testing.T, c config.Config) { eq(t, "FrontEnd", c.FrontEnd, false) }},
+		{name: "the front end on", args: []string{"--front-end"},
+			check: func(t *testing.T, c config.Config) { eq(t, "FrontEnd", c.FrontEnd, true) }},
 		{name: "access log by variable", env: map[string]string{"SLOTGATE_ACCESS_LOG": "false"},
 			check: func(t *testing.T, c config.Config) { eq(t, "AccessLog", c.AccessLog, false) }},
 		// Switches take Dynamo's words too: 1/true/on/yes, 0/false/off/no.
