@@ -33,25 +33,8 @@ func TestRefuseAtOnce(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			// The same state twice: Admit decides on one gate, RefuseAtOnce on the other.
-			var obs [2]*observed
-			var lims [2]*limiter.Limiter
-			var gates [2]*gate.Gate
-			for i := range 2 {
-				lo := limiter.Options{Slots: 1, QueueLen: 1}
-				if tc.policy {
-					lo.Classes = []limiter.Class{{Name: "a", Quantum: 1}}
-				}
-				gates[i], lims[i], obs[i] = newGate(t, lo, func(o *gate.Options) {
-					o.Busy = func() bool { return tc.busy }
-					if tc.policy {
-						o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
-					}
-				})
-				fill(t, lims[i], tc.held, tc.queued)
-				if tc.draining {
-					gates[i].StartDraining()
-				}
-			}
+			gates, lims, obs := twinGates(t, gateState{draining: tc.draining, busy: tc.busy, policy: tc.policy,
+				held: tc.held, queued: tc.queued})
 			before := lims[1].Stats()
 			var ex gate.Exchange
 			if got := gates[1].RefuseAtOnce(&ex); got != (tc.want != "") || ex.Outcome != tc.want {
@@ -79,6 +62,40 @@ func TestRefuseAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gateState is the state twinGates builds twice.
+type gateState struct {
+	opts           limiter.Options // Slots 1, QueueLen 1 when zero
+	draining, busy bool
+	policy         bool // under an admission policy (its classifier admits all)
+	held, queued   int  // slots taken, places in the queue taken
+}
+
+// twinGates builds two gates in the same state st, so that one decides
+// by Admit and the other by the call under test.
+func twinGates(t *testing.T, st gateState) (gates [2]*gate.Gate, lims [2]*limiter.Limiter, obs [2]*observed) {
+	t.Helper()
+	for i := range 2 {
+		lo := st.opts
+		if lo.Slots == 0 {
+			lo = limiter.Options{Slots: 1, QueueLen: 1}
+		}
+		if st.policy {
+			lo.Classes = []limiter.Class{{Name: "a", Quantum: 1}}
+		}
+		gates[i], lims[i], obs[i] = newGate(t, lo, func(o *gate.Options) {
+			o.Busy = func() bool { return st.busy }
+			if st.policy {
+				o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
+			}
+		})
+		fill(t, lims[i], st.held, st.queued)
+		if st.draining {
+			gates[i].StartDraining()
+		}
+	}
+	return gates, lims, obs
 }
 
 // fill takes held slots and queued places of lim, until the test ends.
@@ -204,28 +221,8 @@ func TestAdmitAtOnce(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var obs [2]*observed
-			var lims [2]*limiter.Limiter
-			var gates [2]*gate.Gate
-			for i := range 2 {
-				lo := tc.opts
-				if lo.Slots == 0 {
-					lo = limiter.Options{Slots: 1, QueueLen: 1}
-				}
-				if tc.policy {
-					lo.Classes = []limiter.Class{{Name: "a", Quantum: 1}}
-				}
-				gates[i], lims[i], obs[i] = newGate(t, lo, func(o *gate.Options) {
-					o.Busy = func() bool { return tc.busy }
-					if tc.policy {
-						o.Policy = &gate.Policy{Classifier: admission.PassThrough{}, Classes: []string{"a"}, DefaultClass: "a"}
-					}
-				})
-				fill(t, lims[i], tc.held, tc.queued)
-				if tc.draining {
-					gates[i].StartDraining()
-				}
-			}
+			gates, lims, obs := twinGates(t, gateState{opts: tc.opts, draining: tc.draining, busy: tc.busy,
+				policy: tc.policy, held: tc.held, queued: tc.queued})
 			before := lims[1].Stats()
 			var ex gate.Exchange
 			d, done := gates[1].AdmitAtOnce(&ex)

@@ -1,9 +1,6 @@
 package proxy_test
 
 import (
-	"bufio"
-	"bytes"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -113,24 +110,13 @@ func compareEarly(t *testing.T, h *harness, raw string) {
 	}
 }
 
-// answerOf sends raw on a new connection and returns the answer's bytes.
+// answerOf sends raw on a new connection and returns the answer's bytes,
+// once the exchange was reported.
 func answerOf(t *testing.T, h *harness, raw string) []byte {
 	t.Helper()
-	c, _ := h.rawConn()
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	var got bytes.Buffer
-	resp, err := http.ReadResponse(bufio.NewReader(io.TeeReader(c, &got)), nil)
-	if err != nil {
-		t.Fatalf("reading net/http's answer: %v", err)
-	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
+	got := rawAnswer(t, strings.TrimPrefix(h.url(""), "http://"), raw)
 	waitFor(t, "net/http's refusal to be reported", func() bool { return len(h.access.All()) > 0 })
-	return got.Bytes()
+	return got
 }
 
 // diff is a less b, key by key, leaving out the keys that did not change.
