@@ -11,13 +11,14 @@ import (
 	"github.com/slotgate/slotgate/proxy"
 )
 
-// Early answers: under an overload storm most requests are refused, and
-// net/http's work for each (its request and header map, a response
-// writer, a background read, deadlines) costs more than the refusal
-// itself. So the listener offers each plain request to an earlyRefuser
-// (proxy.Proxy.RefuseEarly) before net/http sees it, and writes the
-// answer itself when the gate refuses the request at once; every other
-// request goes to net/http as before.
+// Early answers: net/http's work for a request (its request and header
+// map, a response writer, a background read, deadlines) costs more than
+// a refusal, and about as much as the rest of a small request's path. So
+// the listener offers each plain request it holds whole to an
+// earlyAnswerer (proxy.Proxy.AnswerEarly) before net/http sees it, which
+// refuses it, or serves it and writes the engine's answer, or hands it
+// on (the request then goes to net/http with its exchange, TakeHanded),
+// or leaves it to net/http as before. --front-end=false turns it off.
 //
 // An early answer must not overtake one net/http owes: a connection
 // answers in order. So a head is held back for an early answer only

@@ -51,4 +51,10 @@
 //     refuses at once and whose answer net/http would write byte for byte
 //     the same but for the Date; it is counted, reported and logged as
 //     ServeHTTP's refusal is, and a request it declines is left untouched.
+//   - A request the front end serves (AnswerEarly) is admitted at once or
+//     not at all, and sent to the engine at most once: whatever the front
+//     end does not finish goes to net/http as a Handed, which the handler
+//     goes on from (or Abandon ends), never from the start. What it writes
+//     is what net/http and the plain path would write but the Date; the
+//     engine reads what it would read from the plain path (both fuzzed).
 package proxy
