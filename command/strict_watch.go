@@ -36,10 +36,12 @@ func (e *earlyClient) RemoteAddr() net.Addr { return e.c.Conn.RemoteAddr() }
 
 // Watch reads the client's socket while the engine works, on the
 // caller's goroutine (the proxy's timer), until Unwatch cuts the read
-// short or the client leaves: a close or a reset runs gone; bytes (a
-// pipelined request, up to a buffer's worth) are kept for the next
-// read. net/http's idle deadline is lifted meanwhile: a generation may
-// take longer than the idle timeout.
+// short, the client leaves (a close or a reset runs gone) or sends
+// something (a pipelined request, kept for the next read): as net/http's
+// background read, which stops at a client's first byte, a client that
+// sends its next request and then closes its side is not taken for gone.
+// net/http's idle deadline is lifted meanwhile: a generation may take
+// longer than the idle timeout.
 func (e *earlyClient) Watch(gone func()) {
 	e.mu.Lock()
 	if e.state != watchIdle {
@@ -51,16 +53,11 @@ func (e *earlyClient) Watch(gone func()) {
 	defer close(e.done)
 	_ = e.c.SetReadDeadline(time.Time{})
 	var buf [512]byte
-	for len(e.got) < inBufSize {
-		n, err := e.c.Conn.Read(buf[:])
-		e.got = append(e.got, buf[:n]...)
-		if err != nil {
-			if !isTimeout(err) {
-				e.gone = true
-				gone()
-			}
-			return
-		}
+	n, err := e.c.Conn.Read(buf[:])
+	e.got = append(e.got, buf[:n]...)
+	if n == 0 && err != nil && !isTimeout(err) {
+		e.gone = true
+		gone()
 	}
 }
 
