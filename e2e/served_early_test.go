@@ -145,3 +145,36 @@ func TestServedBeforeNetHTTPClientLeaves(t *testing.T) {
 		t.Errorf("the next request: %d, want 200 (the slot is free)", resp.status)
 	}
 }
+
+// TestServedBeforeNetHTTPPipelined: requests a client pipelines on a kept
+// connection are served in order, each with its own answer, whether the
+// front end or net/http serves them.
+func TestServedBeforeNetHTTPPipelined(t *testing.T) {
+	url, _ := frontEngine(t)
+	sg := start(t, url, nil, "--engine-request-limit", "4", "--request-queue-limit", "4")
+	c, br := keptConn(t, sg.proxy)
+	const n = 20
+	var burst strings.Builder
+	for i := range n {
+		body := `{"prompt":"hi"}`
+		if i%5 == 4 {
+			body = `{"prompt":"hi","stream":true}` // handed on: the relay carries it
+		}
+		fmt.Fprintf(&burst, "POST /v1/completions HTTP/1.1\r\nHost: slotgate\r\nX-Request-Id: p-%d\r\nContent-Length: %d\r\n\r\n%s",
+			i, len(body), body)
+	}
+	writeRaw(t, c, burst.String())
+	for i := range n {
+		resp, body := readKept(t, br)
+		if want := fmt.Sprintf("p-%d", i); resp.StatusCode != http.StatusOK || resp.Header.Get("X-Seen-Id") != want {
+			t.Fatalf("answer %d: %s, the engine saw id %q; want 200 for %s", i, resp.Status, resp.Header.Get("X-Seen-Id"), want)
+		}
+		if stream := i%5 == 4; stream != strings.Contains(body, "[DONE]") {
+			t.Errorf("answer %d: %q", i, body)
+		}
+	}
+	eventually(t, "nothing in flight", func() bool { return sg.metric("dynamo_engine_request") == 0 })
+	if got := sg.metric("slotgate_requests_total", "outcome", "admitted_direct"); got != n {
+		t.Errorf("slotgate_requests_total{outcome=admitted_direct} = %v, want %d", got, n)
+	}
+}
