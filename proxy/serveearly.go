@@ -82,10 +82,13 @@ func (p *Proxy) AnswerEarly(head, body []byte, c EarlyClient) Early {
 	if !ok {
 		return Early{}
 	}
-	if p.servesEarly(&h) {
-		return p.serveEarly(&h, head, body, c)
+	// Refusals first, on an exchange of the stack: under an overload
+	// storm most requests are refused, and a served request's exchange
+	// is a kilobyte.
+	if e, refused := p.refuseAtOnce(&h, c); refused || !p.servesEarly(&h) {
+		return e
 	}
-	return p.refuseLate(&h, c)
+	return p.serveEarly(&h, head, body, c)
 }
 
 // servesEarly reports whether the proxy may serve the request of h
@@ -111,8 +114,8 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	d, done := p.gate.AdmitAtOnce(&ex.Exchange)
 	switch {
 	case !done:
-		return p.refuseLate(h, c)
-	case !d.Admitted:
+		return Early{} // it would wait: net/http's, to park
+	case !d.Admitted: // refused since refuseAtOnce asked
 		return p.writeEarly(c, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), p.earlyBuf()))
 	}
 	est := ex.heldPrompt(body)
@@ -141,16 +144,16 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	return p.answerServed(ex, resp, h, c)
 }
 
-// refuseLate is AnswerEarly's refusal of a request the gate could not
-// decide at once for it: RefuseAtOnce refuses it if it can.
-func (p *Proxy) refuseLate(h *earlyHead, c EarlyClient) Early {
+// refuseAtOnce answers the request of h when the gate refuses it at once
+// (RefuseAtOnce), and reports whether it did.
+func (p *Proxy) refuseAtOnce(h *earlyHead, c EarlyClient) (Early, bool) {
 	var ex gate.Exchange
 	ex.Start, ex.Protocol = time.Now(), gate.ProtocolHTTP
 	if !p.gate.RefuseAtOnce(&ex) {
-		return Early{}
+		return Early{}, false
 	}
 	ex.ID = p.ids.For(string(h.requestID))
-	return p.writeEarly(c, p.refusedEarly(&ex, h, c.RemoteAddr(), p.earlyBuf()))
+	return p.writeEarly(c, p.refusedEarly(&ex, h, c.RemoteAddr(), p.earlyBuf())), true
 }
 
 // answerServed writes the engine's answer to the client, counts its
