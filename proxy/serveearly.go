@@ -120,12 +120,12 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	}
 	est := ex.heldPrompt(body)
 	if est.Stream {
-		return Early{Handed: &Handed{ex: ex, d: d}} // for the relay
+		return p.handOn(ex, h, c, &Handed{d: d}) // for the relay
 	}
 	raw, replay, ok := p.appendEngineRequest(p.earlyBuf(), head, h, ex.ID, c.RemoteAddr())
 	if !ok {
 		p.giveEarlyBuf(raw)
-		return Early{Handed: &Handed{ex: ex, d: d}}
+		return p.handOn(ex, h, c, &Handed{d: d})
 	}
 	raw = append(raw, body...)
 	ex.BeginFlight()
@@ -139,7 +139,7 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 		return p.earlyGone(ex, resp, h, c)
 	}
 	if err != nil || !earlyAnswerable(resp) {
-		return Early{Handed: &Handed{ex: ex, d: d, sent: true, resp: resp, err: err}}
+		return p.handOn(ex, h, c, &Handed{d: d, sent: true, resp: resp, err: err})
 	}
 	return p.answerServed(ex, resp, h, c)
 }
@@ -185,7 +185,7 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 		// client gets net/http's answer to that, a 502, with the
 		// connection closed (the plain path's copy would abort it).
 		p.giveEarlyBuf(out)
-		return Early{Handed: &Handed{ex: ex, sent: true, err: rerr}}
+		return p.handOn(ex, h, c, &Handed{sent: true, err: rerr})
 	}
 	ex.out.status, ex.FirstByte = resp.StatusCode, time.Now()
 	_, werr := c.Write(out)
@@ -197,6 +197,15 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 	}
 	p.endEarly(ex, h, c, werr != nil)
 	return Early{Answered: true, Gone: werr != nil}
+}
+
+// handOn hands the exchange on with its request (hd): the handler that
+// takes it names the request in its access-log line anew, and an
+// exchange abandoned before one does is named here.
+func (p *Proxy) handOn(ex *exchange, h *earlyHead, c EarlyClient, hd *Handed) Early {
+	ex.line = h.line(c.RemoteAddr())
+	hd.ex = ex
+	return Early{Handed: hd}
 }
 
 // earlyGone ends an early request whose client left while the engine

@@ -274,6 +274,10 @@ func TestAnswerEarlyHandsOn(t *testing.T) {
 			if got := h.obs.snapshot().done["cancelled_running"]; got != cancelled+1 {
 				t.Errorf("cancelled_running reported %d times, want %d", got, cancelled+1)
 			}
+			lines := h.accessLines()
+			if last := lines[len(lines)-1]; last["path"] == "" || last["method"] != "POST" || last["status"] != int64(499) {
+				t.Errorf("the abandoned exchange's access-log line: %v", last)
+			}
 		})
 	}
 	t.Run("would wait", func(t *testing.T) {
