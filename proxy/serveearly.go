@@ -45,10 +45,10 @@ import (
 type EarlyClient interface {
 	io.Writer
 	RemoteAddr() net.Addr
-	// Watch starts watching the client while the engine works on its
-	// request: gone runs, once, on another goroutine, if the client
-	// leaves; bytes it sends meanwhile (its next request) are kept for
-	// the next read. Watch after Unwatch does nothing.
+	// Watch watches the client, on the caller's goroutine, while the
+	// engine works on its request, until Unwatch: gone runs if the client
+	// leaves; bytes it sends meanwhile (its next request) end the watch
+	// and are kept for the next read. Watch after Unwatch does nothing.
 	Watch(gone func())
 	// Unwatch ends the watch, waiting for it to stop, and reports whether
 	// the client left.
