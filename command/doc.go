@@ -13,4 +13,15 @@
 // goroutine it starts: the servers, the engine prober, the
 // load scraper and publisher, all ended before Run returns (but after a
 // second signal, when the process exits at once by design).
+//
+// The proxy port's listener (strict.go) frames every HTTP/1.x request on
+// its raw bytes before net/http reads it, refuses the shapes a server and
+// a proxy may read differently, and (strict_early.go, unless
+// --front-end=false) offers each plain request it holds whole to the
+// proxy's front end, which refuses or serves it inside net/http's read of
+// the connection, on that connection's goroutine. A connection's answers
+// stay in order: a request is offered only when net/http owes the
+// connection nothing. A served request's client watch (strict_watch.go)
+// runs on the proxy's timer goroutine and is stopped and waited for
+// before the answer is written.
 package command
