@@ -15,12 +15,12 @@ import (
 )
 
 // RefuseEarly answers a request that the gate refuses at once, from its
-// raw head, before net/http reads it: the proxy port's listener asks it
-// for each HTTP/1.1 request it holds whole (head and body) while
-// net/http owes the connection no answer (command/strict.go). Under an
-// overload storm most requests are such refusals, and net/http's work
-// for each (a request, its header map, a response writer, a background
-// read, deadlines) cost more than the refusal itself.
+// raw head, before net/http reads it: the refusal half of AnswerEarly,
+// which refuses exactly so (refuseHead), for a caller that answers
+// refusals only. Under an overload storm most requests are such
+// refusals, and net/http's work for each (a request, its header map, a
+// response writer, a background read, deadlines) cost more than the
+// refusal itself.
 //
 // It answers only a request whose answer it knows to be exactly what
 // net/http and ServeHTTP would give, byte for byte but the Date: an
@@ -36,13 +36,18 @@ func (p *Proxy) RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, b
 	if !ok {
 		return dst, false
 	}
+	return p.refuseHead(&h, remote, dst)
+}
+
+// refuseHead is RefuseEarly for a head already read.
+func (p *Proxy) refuseHead(h *earlyHead, remote net.Addr, dst []byte) ([]byte, bool) {
 	var ex gate.Exchange
 	ex.Start, ex.Protocol = time.Now(), gate.ProtocolHTTP
 	if !p.gate.RefuseAtOnce(&ex) {
 		return dst, false
 	}
 	ex.ID = p.ids.For(string(h.requestID))
-	return p.refusedEarly(&ex, &h, remote, dst), true
+	return p.refusedEarly(&ex, h, remote, dst), true
 }
 
 // earlyHead reads head for an early answer: a head parseEarlyHead takes,

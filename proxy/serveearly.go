@@ -145,15 +145,14 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 }
 
 // refuseAtOnce answers the request of h when the gate refuses it at once
-// (RefuseAtOnce), and reports whether it did.
+// (RefuseEarly's rule), and reports whether it did.
 func (p *Proxy) refuseAtOnce(h *earlyHead, c EarlyClient) (Early, bool) {
-	var ex gate.Exchange
-	ex.Start, ex.Protocol = time.Now(), gate.ProtocolHTTP
-	if !p.gate.RefuseAtOnce(&ex) {
+	ans, ok := p.refuseHead(h, c.RemoteAddr(), p.earlyBuf())
+	if !ok {
+		p.giveEarlyBuf(ans)
 		return Early{}, false
 	}
-	ex.ID = p.ids.For(string(h.requestID))
-	return p.writeEarly(c, p.refusedEarly(&ex, h, c.RemoteAddr(), p.earlyBuf())), true
+	return p.writeEarly(c, ans), true
 }
 
 // answerServed writes the engine's answer to the client, counts its
