@@ -12,17 +12,8 @@ import (
 // returns false when that is not known: c is no socket (TLS and other
 // wrapped connections).
 func PeerClosed(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var p peerProbe
-	p.fn = p.look
-	return p.closed(raw)
+	p := newPeerProbe(c)
+	return p != nil && p.closed(p.raw)
 }
 
 // peerProbe looks at a socket for its peer's close, with its function
