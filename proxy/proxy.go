@@ -93,6 +93,7 @@ type Proxy struct {
 	log         *zap.Logger
 	errLog      *log.Logger // httputil.ReverseProxy's
 	buffers     *bufferPool
+	early       earlyBufs // AnswerEarly's
 	ids         *gate.IDs
 	dates       dates // of early answers (early.go)
 	// reencodeQueries: GODEBUG sets urlmaxqueryparams, under which

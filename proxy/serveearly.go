@@ -116,15 +116,17 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	case !done:
 		return Early{} // it would wait: net/http's, to park
 	case !d.Admitted: // refused since refuseAtOnce asked
-		return p.writeEarly(c, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), p.earlyBuf()))
+		buf := p.early.take()
+		return p.writeEarly(c, buf, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), *buf))
 	}
 	est := ex.heldPrompt(body)
 	if est.Stream {
 		return p.handOn(ex, h, c, &Handed{d: d}) // for the relay
 	}
-	raw, replay, ok := p.appendEngineRequest(p.earlyBuf(), head, h, ex.ID, c.RemoteAddr())
+	buf := p.early.take()
+	raw, replay, ok := p.appendEngineRequest(*buf, head, h, ex.ID, c.RemoteAddr())
 	if !ok {
-		p.giveEarlyBuf(raw)
+		p.early.give(buf, raw)
 		return p.handOn(ex, h, c, &Handed{d: d})
 	}
 	raw = append(raw, body...)
@@ -133,7 +135,7 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	ex.Sent()
 	watch := time.AfterFunc(watchAfter, func() { c.Watch(ex.cut.Now) })
 	resp, err := p.client.SendRaw(&ex.cut, raw, replay)
-	p.giveEarlyBuf(raw)
+	p.early.give(buf, raw)
 	if !watch.Stop() && c.Unwatch() {
 		ex.cut.Now()
 		return p.earlyGone(ex, resp, h, c)
@@ -147,12 +149,13 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 // refuseAtOnce answers the request of h when the gate refuses it at once
 // (RefuseEarly's rule), and reports whether it did.
 func (p *Proxy) refuseAtOnce(h *earlyHead, c EarlyClient) (Early, bool) {
-	ans, ok := p.refuseHead(h, c.RemoteAddr(), p.earlyBuf())
+	buf := p.early.take()
+	ans, ok := p.refuseHead(h, c.RemoteAddr(), *buf)
 	if !ok {
-		p.giveEarlyBuf(ans)
+		p.early.give(buf, ans)
 		return Early{}, false
 	}
-	return p.writeEarly(c, ans), true
+	return p.writeEarly(c, buf, ans), true
 }
 
 // answerServed writes the engine's answer to the client, counts its
@@ -165,7 +168,8 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 		}
 	}
 	ex.Responding()
-	out := appendAnswerHead(p.earlyBuf(), resp, p.dates.at(time.Now()))
+	buf := p.early.take()
+	out := appendAnswerHead(*buf, resp, p.dates.at(time.Now()))
 	n := len(out)
 	out = slices.Grow(out, int(resp.ContentLength))[:n+int(resp.ContentLength)]
 	_, rerr := io.ReadFull(resp.Body, out[n:])
@@ -183,12 +187,12 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 		// The engine broke off its answer: no byte went out, so the
 		// client gets net/http's answer to that, a 502, with the
 		// connection closed (the plain path's copy would abort it).
-		p.giveEarlyBuf(out)
+		p.early.give(buf, out)
 		return p.handOn(ex, h, c, &Handed{sent: true, err: rerr})
 	}
 	ex.out.status, ex.FirstByte = resp.StatusCode, time.Now()
 	_, werr := c.Write(out)
-	p.giveEarlyBuf(out)
+	p.early.give(buf, out)
 	if werr != nil {
 		ex.Fail(gate.CancelledRunning)
 	} else {
@@ -229,10 +233,10 @@ func (p *Proxy) endEarly(ex *exchange, h *earlyHead, c EarlyClient, gone bool) {
 	}
 }
 
-// writeEarly writes an early refusal to the client.
-func (p *Proxy) writeEarly(c EarlyClient, ans []byte) Early {
+// writeEarly writes an early refusal, ans, built in buf, to the client.
+func (p *Proxy) writeEarly(c EarlyClient, buf *[]byte, ans []byte) Early {
 	_, err := c.Write(ans)
-	p.giveEarlyBuf(ans)
+	p.early.give(buf, ans)
 	return Early{Answered: true, Gone: err != nil}
 }
 
@@ -254,17 +258,29 @@ func earlyAnswerable(resp *http.Response) bool {
 	return true
 }
 
-// earlyBufs holds the buffers of early answers and engine requests.
-var earlyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// earlyBufs holds the buffers early answers and engine requests are
+// built in. Like bufferPool it pools the pointers it hands out, and a
+// buffer grown by an append goes back through its pointer: putting a
+// slice into a sync.Pool costs an allocation each time.
+type earlyBufs struct{ pool sync.Pool }
 
-func (p *Proxy) earlyBuf() []byte { return (*earlyBufs.Get().(*[]byte))[:0] }
+// take returns an empty buffer, 4 KiB to begin with.
+func (e *earlyBufs) take() *[]byte {
+	if v := e.pool.Get(); v != nil {
+		return v.(*[]byte)
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
 
-// giveEarlyBuf gives b back, unless one large answer grew it.
-func (p *Proxy) giveEarlyBuf(b []byte) {
-	if cap(b) > smallBody+4096 {
+// give gives back buf, now grown, whose bytes are done with, unless one
+// large answer grew it past a small body's size.
+func (e *earlyBufs) give(buf *[]byte, grown []byte) {
+	if cap(grown) > smallBody+4096 {
 		return
 	}
-	earlyBufs.Put(&b)
+	*buf = grown[:0]
+	e.pool.Put(buf)
 }
 
 // statusLine200 is the common status line, rendered once.
