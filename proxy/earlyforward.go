@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"net/textproto"
+	"strconv"
 
 	"github.com/slotgate/slotgate/internal/httpsyntax"
 )
@@ -77,7 +79,7 @@ func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, r
 	dst = appendField(dst, requestIDHeader, id)
 	if h.contentLength > 0 || string(h.method) == http.MethodPost {
 		dst = append(dst, "Content-Length: "...)
-		dst = appendInt(dst, h.contentLength)
+		dst = strconv.AppendInt(dst, h.contentLength, 10)
 		dst = append(dst, "\r\n"...)
 	}
 	return append(dst, "\r\n"...), replay, true
@@ -141,20 +143,6 @@ func appendFieldBytes(dst, name, value []byte) []byte {
 	return append(dst, "\r\n"...)
 }
 
-func appendInt(dst []byte, n int64) []byte {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(dst, b[i:]...)
-}
-
 // plainTarget reports whether net/http and the plain path would send the
 // request target t to the engine as it came: a path of characters that
 // net/url keeps as they are (letters, digits and "-._~!$&'()*+,;=:@/"),
@@ -179,20 +167,18 @@ func pathByte(c byte) bool {
 
 // plainField reports whether net/http writes the field k: vv of a
 // handler's header as it is: a token name, and values of printable ASCII,
-// spaces and tabs, with no space or tab at either end.
+// spaces and tabs, that textproto.TrimString leaves as they are.
 func plainField(k string, vv []string) bool {
 	if !httpsyntax.Token(k) {
 		return false
 	}
 	for _, v := range vv {
-		if !httpsyntax.FieldValue(v) || v != "" && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
+		if !httpsyntax.FieldValue(v) || v != textproto.TrimString(v) {
 			return false
 		}
 	}
 	return true
 }
-
-func isBlank(c byte) bool { return c == ' ' || c == '\t' }
 
 // appendClientIP appends to b the host part of remote's address, as
 // net.SplitHostPort reads it from remote.String() (the plain path's
