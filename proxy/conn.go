@@ -19,6 +19,24 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
+// connUnder returns c, or the first connection under c's wrappers
+// (those with a NetConn method, as tls.Conn and the proxy's own have),
+// that is a T.
+func connUnder[T any](c net.Conn) (T, bool) {
+	for c != nil {
+		if x, ok := c.(T); ok {
+			return x, true
+		}
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.NetConn()
+	}
+	var none T
+	return none, false
+}
+
 // connOf returns r's client connection, as the server accepted it; nil
 // without the ConnContext hook.
 func connOf(r *http.Request) net.Conn {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"time"
 
@@ -54,15 +53,8 @@ func (hd *Handed) Abandon() {
 
 // handedOf returns the Handed that goes with r, taking it, or nil.
 func handedOf(r *http.Request) *Handed {
-	for c := connOf(r); c != nil; {
-		switch x := c.(type) {
-		case HandedConn:
-			return x.TakeHanded()
-		case interface{ NetConn() net.Conn }:
-			c = x.NetConn()
-		default:
-			return nil
-		}
+	if hc, ok := connUnder[HandedConn](connOf(r)); ok {
+		return hc.TakeHanded()
 	}
 	return nil
 }

@@ -253,16 +253,8 @@ func (c *readAhead) NetConn() net.Conn { return c.Conn }
 // its early answers), that an answer went to it outside net/http: the
 // relay's.
 func answeredOutside(c net.Conn) {
-	for {
-		switch x := c.(type) {
-		case interface{ AnsweredOutside() }:
-			x.AnsweredOutside()
-			return
-		case interface{ NetConn() net.Conn }:
-			c = x.NetConn()
-		default:
-			return
-		}
+	if x, ok := connUnder[interface{ AnsweredOutside() }](c); ok {
+		x.AnsweredOutside()
 	}
 }
 
