@@ -136,7 +136,7 @@ func (c *Client) Do(req *http.Request, body []byte) (*http.Response, error) {
 func (c *Client) SendRaw(cut *Cut, raw []byte, replayable bool) (*http.Response, error) {
 	d := c.direct
 	return d.retrying(guard{cut: cut}, replayable, func(ec *conn) (*http.Response, error) {
-		return ec.sendRaw(raw, d.maxHead)
+		return ec.send(nil, raw, d.maxHead)
 	})
 }
 

@@ -34,37 +34,27 @@ func newConn(c net.Conn) *conn {
 // whole, and the body's first bytes.
 const readBufSize = 4 << 10
 
-// send writes req and reads the head of its final answer, failing once
-// the heads read, interim ones included, pass maxHead bytes.
-func (ec *conn) send(req *http.Request, maxHead int64) (*http.Response, error) {
+// send writes a request and reads the head of its final answer, failing
+// once the heads read, interim ones included, pass maxHead bytes. The
+// request is req or, with req nil, raw: one the caller wrote whole, head
+// and body, never HEAD (SendRaw).
+func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Response, error) {
 	// Count from the write on: what was read of an answer, and whether
 	// the request went out whole, say whether it may be sent again
 	// (staleConn).
 	ec.read.start(maxHead)
 	defer ec.read.unlimit()
 	ec.wrote = false
-	if err := ec.write(req); err != nil {
+	var err error
+	if req != nil {
+		err = ec.write(req)
+	} else {
+		_, err = ec.c.Write(raw)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("write engine request: %w", err)
 	}
 	ec.wrote = true
-	return ec.readFinal(req)
-}
-
-// sendRaw is send for a request the caller wrote whole, head and body.
-func (ec *conn) sendRaw(raw []byte, maxHead int64) (*http.Response, error) {
-	ec.read.start(maxHead)
-	defer ec.read.unlimit()
-	ec.wrote = false
-	if _, err := ec.c.Write(raw); err != nil {
-		return nil, fmt.Errorf("write engine request: %w", err)
-	}
-	ec.wrote = true
-	return ec.readFinal(nil)
-}
-
-// readFinal reads the head of the final answer to req (nil: a request
-// written whole by the caller, never HEAD), passing over interim ones.
-func (ec *conn) readFinal(req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := readAnswer(ec.br, req)
 		if err != nil {

@@ -53,7 +53,7 @@ func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, erro
 	out := *req // the caller's request is not changed
 	return d.retrying(guard{ctx: req.Context()}, replayable(req), func(ec *conn) (*http.Response, error) {
 		out.Body = bodyReader(body)
-		return ec.send(&out, d.maxHead)
+		return ec.send(&out, nil, d.maxHead)
 	})
 }
 
