@@ -53,15 +53,21 @@ func newLoadReport(o *LoadReport) *loadReport {
 // clients always take trailers; an HTTP/1.1 client says so with "TE:
 // trailers". Envoy processes one report per answer, the header's when
 // there is one, so the trailer serves the clients that read it.
+//
+// An exchange the front end serves has no request (ex.in nil): Value
+// gets nil, which RequestHeaders allows, and its answer has a length.
 func (ex *exchange) reportLoad(resp *http.Response) {
 	lr := ex.p.loadReport
-	req := ex.in.Header
+	var req http.Header
+	if ex.in != nil {
+		req = ex.in.Header
+	}
 	v := lr.value(req)
 	if v == "" {
 		return
 	}
 	resp.Header[lr.key] = []string{v}
-	if resp.ContentLength >= 0 || !bodyAllowed(ex.in.Method, resp.StatusCode) || !takesTrailers(ex.in) {
+	if resp.ContentLength >= 0 || ex.in == nil || !bodyAllowed(ex.in.Method, resp.StatusCode) || !takesTrailers(ex.in) {
 		return
 	}
 	if resp.Trailer == nil {

@@ -162,10 +162,8 @@ func (p *Proxy) refuseAtOnce(h *earlyHead, c EarlyClient) (Early, bool) {
 // tokens and ends the exchange.
 func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c EarlyClient) Early {
 	dropHopHeaders(resp.Header)
-	if lr := p.loadReport; lr != nil {
-		if v := lr.value(nil); v != "" {
-			resp.Header[lr.key] = []string{v}
-		}
+	if p.loadReport != nil {
+		ex.reportLoad(resp)
 	}
 	ex.Responding()
 	buf := p.early.take()

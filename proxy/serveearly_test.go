@@ -138,7 +138,11 @@ var servedCases = []struct{ name, raw string }{
 // must be the same.
 func TestAnswerEarlyMatchesServeHTTP(t *testing.T) {
 	eng := &earlyEngine{}
-	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 4}, wrap: proxy.Strict})
+	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 4}, wrap: proxy.Strict,
+		options: func(o *proxy.Options) {
+			// The load report on every answer, both ways.
+			o.LoadReport = &proxy.LoadReport{Key: "Endpoint-Load-Metrics", Value: func(http.Header) string { return "TEXT cpu=1" }}
+		}})
 	for _, tc := range servedCases {
 		t.Run(tc.name, func(t *testing.T) {
 			logged := len(h.access.All())
