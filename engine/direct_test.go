@@ -63,13 +63,7 @@ func TestDoRetriesStaleConnectionOnce(t *testing.T) {
 	post := func(ctx context.Context, c *engine.Client, u *url.URL, body string) result {
 		return postWith(ctx, c, u, body, key)
 	}
-	eng := newRawEngine(t, func(w *bufio.Writer, n int, _ *http.Request) bool {
-		if n == 2 {
-			return false // the second request on any connection: closed unanswered
-		}
-		ok200(w, "{}")
-		return true
-	})
+	eng := newRawEngine(t, dropSecond)
 	c := newClient(t, engine.Options{URL: eng.url()})
 	bodies := []string{`{"prompt":"one"}`, `{"prompt":"two"}`}
 	for i, body := range bodies {
@@ -99,13 +93,7 @@ func TestDoRetriesStaleConnectionOnce(t *testing.T) {
 // sent again: the engine may have begun it, and a second copy would run
 // beside the first, past slotgate's cap.
 func TestDoGenerationNotResent(t *testing.T) {
-	eng := newRawEngine(t, func(w *bufio.Writer, n int, _ *http.Request) bool {
-		if n == 2 {
-			return false // read, then dropped unanswered
-		}
-		ok200(w, "{}")
-		return true
-	})
+	eng := newRawEngine(t, dropSecond)
 	c := newClient(t, engine.Options{URL: eng.url()})
 	if r := post(t.Context(), c, eng.url(), "{}"); r.err != nil || r.status != http.StatusOK {
 		t.Fatalf("first request: %d %v", r.status, r.err)

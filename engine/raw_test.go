@@ -66,13 +66,7 @@ func TestSendRaw(t *testing.T) {
 func TestSendRawNotResent(t *testing.T) {
 	for _, replayable := range []bool{false, true} {
 		t.Run(fmt.Sprint("replayable=", replayable), func(t *testing.T) {
-			eng := newRawEngine(t, func(w *bufio.Writer, n int, _ *http.Request) bool {
-				if n == 2 {
-					return false // read, then dropped unanswered
-				}
-				ok200(w, "{}")
-				return true
-			})
+			eng := newRawEngine(t, dropSecond)
 			c := newClient(t, engine.Options{URL: eng.url()})
 			if r := sendRaw(c, rawPost(eng.url(), "{}"), replayable); r.err != nil {
 				t.Fatal(r.err)
