@@ -543,7 +543,7 @@ func (c *strictConn) headLine(line []byte) {
 		h.encodings++
 		h.chunked = httpsyntax.EqualFold(value, "chunked")
 	case httpsyntax.EqualFold(name, "upgrade"):
-		h.upgrade = h.upgrade || !onlyH2C(value)
+		h.upgrade = h.upgrade || !httpsyntax.ListOf(value, "h2c")
 	}
 }
 
@@ -590,14 +590,4 @@ func (c *strictConn) endHead() {
 	default:
 		c.setStage(c.afterBody())
 	}
-}
-
-// onlyH2C reports whether an Upgrade value offers h2c alone.
-func onlyH2C(v []byte) bool {
-	for p := range bytes.SplitSeq(v, []byte(",")) {
-		if !httpsyntax.EqualFold(bytes.Trim(p, " \t"), "h2c") {
-			return false
-		}
-	}
-	return true
 }

@@ -199,7 +199,7 @@ func parseEarlyHead(head []byte) (earlyHead, bool) {
 			// Keep-alive is HTTP/1.1's default: said or not, the same
 			// request. Any other option (close, a header's name) is
 			// left to net/http.
-			if !onlyKeepAlive(value) {
+			if !httpsyntax.ListOf(value, "keep-alive") {
 				return h, false
 			}
 		case httpsyntax.EqualFold(name, "content-type"):
@@ -246,17 +246,6 @@ func excludedHeader(name []byte) bool {
 		}
 	}
 	return false
-}
-
-// onlyKeepAlive reports whether a Connection value lists "keep-alive"
-// and nothing else.
-func onlyKeepAlive(v []byte) bool {
-	for part := range bytes.SplitSeq(v, []byte(",")) {
-		if !httpsyntax.EqualFold(bytes.Trim(part, " \t"), "keep-alive") {
-			return false
-		}
-	}
-	return true
 }
 
 // cutCRLF cuts b after its first CRLF: the line before it, and the rest.

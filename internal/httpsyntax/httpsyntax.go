@@ -51,6 +51,35 @@ func EqualFold[T ~string | ~[]byte](b T, lower string) bool {
 	return true
 }
 
+// ListOf reports whether v, a comma-separated list, names lower (a
+// lower-case ASCII token) and nothing else: every element, spaces and
+// tabs around it aside, is lower in either case. An empty element is
+// something else: "", "a," and ",a" are not lists of a alone.
+func ListOf[T ~string | ~[]byte](v T, lower string) bool {
+	start := 0
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) && v[i] != ',' {
+			continue
+		}
+		if !EqualFold(trimBlank(v[start:i]), lower) {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
+// trimBlank cuts the spaces and tabs at both ends of b.
+func trimBlank[T ~string | ~[]byte](b T) T {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // Decimal parses a Content-Length: 1 to 18 digits, no sign, no list.
 func Decimal[T ~string | ~[]byte](b T) (int64, bool) {
 	if len(b) == 0 || len(b) > 18 {

@@ -54,6 +54,31 @@ func TestEqualFold(t *testing.T) {
 	}
 }
 
+// TestListOf: a list of one token, repeated or not, in any case, with
+// blanks around its elements; nothing else, no empty element.
+func TestListOf(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{"keep-alive", true},
+		{"Keep-Alive", true},
+		{" keep-alive ,\tKEEP-ALIVE\t", true},
+		{"keep-alive, close", false},
+		{"close", false},
+		{"", false},
+		{"keep-alive,", false},
+		{",keep-alive", false},
+		{"keep-alive,,keep-alive", false},
+		{"keep alive", false},
+		{"keep-alivE x", false},
+	} {
+		if got := httpsyntax.ListOf([]byte(tc.v), "keep-alive"); got != tc.want || httpsyntax.ListOf(tc.v, "keep-alive") != got {
+			t.Errorf("ListOf(%q) = %v (of bytes), %v (of a string), want %v", tc.v, got, httpsyntax.ListOf(tc.v, "keep-alive"), tc.want)
+		}
+	}
+}
+
 // TestDecimal: digits only, 1 to 18 of them.
 func TestDecimal(t *testing.T) {
 	for _, tc := range []struct {
