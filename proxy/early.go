@@ -102,7 +102,8 @@ func (a *answer) appendHTTP11(dst []byte, id string, retryAfter []string, date [
 	return append(dst, a.body...)
 }
 
-func appendField(dst []byte, name, value string) []byte {
+// appendField appends the field line "name: value".
+func appendField[N, V ~string | ~[]byte](dst []byte, name N, value V) []byte {
 	dst = append(dst, name...)
 	dst = append(dst, ": "...)
 	dst = append(dst, value...)

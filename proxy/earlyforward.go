@@ -47,18 +47,18 @@ func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, r
 			te = te || headerHasToken([]string{string(value)}, "trailers")
 		case fieldIdempotency:
 			replay = replay || len(value) > 0
-			dst = appendFieldBytes(dst, name, value)
+			dst = appendField(dst, name, value)
 		case fieldUserAgent:
 			// Only the first is sent, and not when empty (Request.Write
 			// writes Header.Get's).
 			if !agent && len(value) > 0 {
-				dst = appendFieldBytes(dst, name, value)
+				dst = appendField(dst, name, value)
 			}
 			agent = true
 		case fieldRead:
 			return dst, false, false
 		case fieldCopied:
-			dst = appendFieldBytes(dst, name, value)
+			dst = appendField(dst, name, value)
 		}
 	}
 	if te {
@@ -74,7 +74,7 @@ func (p *Proxy) appendEngineRequest(dst, head []byte, h *earlyHead, id string, r
 	} else {
 		dst = dst[:mark] // no host to name: none is set, as on the plain path
 	}
-	dst = appendFieldBytes(dst, []byte("X-Forwarded-Host"), host)
+	dst = appendField(dst, "X-Forwarded-Host", host)
 	dst = append(dst, "X-Forwarded-Proto: http\r\n"...)
 	dst = appendField(dst, requestIDHeader, id)
 	if h.contentLength > 0 || string(h.method) == http.MethodPost {
@@ -134,13 +134,6 @@ func earlyField(name []byte, lr *loadReport) earlyFieldKind {
 		}
 	}
 	return fieldCopied
-}
-
-func appendFieldBytes(dst, name, value []byte) []byte {
-	dst = append(dst, name...)
-	dst = append(dst, ": "...)
-	dst = append(dst, value...)
-	return append(dst, "\r\n"...)
 }
 
 // plainTarget reports whether net/http and the plain path would send the
