@@ -40,6 +40,7 @@ var (
 	pkgFlagenv    = module + "/internal/flagenv"
 	pkgJSONAPI    = module + "/internal/jsonapi"
 	pkgHTTPSyntax = module + "/internal/httpsyntax"
+	pkgRawIO      = module + "/internal/rawio"
 
 	envLib = "github.com/caarlos0/env/v11"
 
@@ -78,6 +79,8 @@ var rules = []rule{
 	// The HTTP grammar checked on raw bytes, by the listener and the
 	// proxy's early refusals: a leaf.
 	{pkg: "internal/httpsyntax", stdlibOnly: true},
+	// Raw system calls on non-blocking sockets: the standard library only.
+	{pkg: "internal/rawio", stdlibOnly: true},
 	// load is the vocabulary every load package shares (a count and its
 	// source, a rank's load): the standard library only, so that the
 	// standard-library-only load packages may import it.
@@ -110,10 +113,10 @@ var rules = []rule{
 	{pkg: "internal/testlog", stdlibOnly: true}, // a test helper: nothing of slotgate's
 	// The engine client: net/http and sockets, and the HTTP/1.1 grammar
 	// it reads the common answer's head with; nothing else of slotgate's.
-	{pkg: "engine", stdlibOnly: true, allow: []string{pkgHTTPSyntax}},
+	{pkg: "engine", stdlibOnly: true, allow: []string{pkgHTTPSyntax, pkgRawIO}},
 	// The stream relay moves bytes between sockets: no HTTP beyond the
 	// chunked framing it follows, nothing of slotgate's.
-	{pkg: "relay", stdlibOnly: true, forbid: []string{"net/http"}},
+	{pkg: "relay", stdlibOnly: true, allow: []string{pkgRawIO}, forbid: []string{"net/http"}},
 	// The load generator measures any OpenAI-compatible server: it knows
 	// nothing of slotgate.
 	{pkg: "loadgen", stdlibOnly: true},

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/rawio"
 )
 
 // Relay spreads streams over its loops, one after the other.
@@ -410,7 +412,7 @@ func newPoller() *poller {
 // epollNow takes the events ready in the set epfd without waiting; an
 // interrupted call found none.
 func epollNow(epfd int, events []syscall.EpollEvent) (int, error) {
-	n, err := epollWaitRaw(epfd, events)
+	n, err := rawio.EpollWait(epfd, events)
 	if errors.Is(err, syscall.EINTR) {
 		return 0, nil
 	}
@@ -533,7 +535,7 @@ var (
 // a new edge, so no read is spent to find the socket empty.
 func (l *loop) readEngine(st *stream, ended []ending) []ending {
 	for st.engineReady && len(st.out) == 0 {
-		n, err := readRaw(st.efd, l.buf)
+		n, err := rawio.Read(st.efd, l.buf)
 		switch {
 		case errors.Is(err, syscall.EAGAIN):
 			st.engineReady = false
@@ -604,7 +606,7 @@ func (l *loop) flush(st *stream, ended []ending) []ending {
 // not an error: it wrote 0.
 func writeSome(fd int, p []byte) (int, error) {
 	for {
-		n, err := writeRaw(fd, p)
+		n, err := rawio.Write(fd, p)
 		switch {
 		case err == nil:
 			return n, nil

@@ -1,0 +1,20 @@
+// Package rawio makes read(2), write(2), a peek and a zero-timeout
+// epoll_wait(2) on non-blocking descriptors without the runtime's
+// system-call bookkeeping (syscall.RawSyscall instead of syscall.Syscall),
+// for the hot paths that move a request's bytes: the stream relay's loops
+// and the engine client's write.
+//
+// syscall.Read and its kin tell the scheduler that the thread may block,
+// so that it can hand the thread's processor to another thread should the
+// call take more than 20 µs (a loopback write that wakes its reader can),
+// and take a processor back after it. A call on a non-blocking descriptor
+// never blocks: made raw, it keeps its processor throughout.
+//
+// Invariants:
+//   - every descriptor given to this package is non-blocking: a raw call
+//     that blocked would hold a processor from the rest of the program,
+//     and a stop-the-world pause with it; the callers check it
+//     (relay.Usable) or hold descriptors Go's net package opened;
+//   - the calls return the kernel's errno as a syscall.Errno and nothing
+//     else: EAGAIN and EINTR are the caller's to handle.
+package rawio

@@ -1,0 +1,50 @@
+package rawio
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// Read is read(2) on the non-blocking descriptor fd (race.go tells of
+// race builds).
+func Read(fd int, p []byte) (int, error) { return read(fd, p) }
+
+// Write is write(2) on the non-blocking descriptor fd.
+func Write(fd int, p []byte) (int, error) { return write(fd, p) }
+
+// rawIO makes the system call trap, read(2) or write(2), on fd and p.
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// PeerClosed peeks at the socket fd without waiting and reports whether
+// its peer closed or reset it: a read of 0 bytes is the peer's close, an
+// error other than "would block" a reset. Bytes waiting, or nothing yet,
+// both mean the peer is there.
+func PeerClosed(fd int) bool {
+	var b [1]byte
+	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	return (n == 0 && e == 0) || (e != 0 && e != syscall.EAGAIN && e != syscall.EINTR)
+}
+
+// EpollWait is epoll_wait(2) with a timeout of 0, which never blocks.
+func EpollWait(epfd int, events []syscall.EpollEvent) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])),
+		uintptr(len(events)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
