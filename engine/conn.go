@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/rawio"
 )
 
 // conn is one keep-alive connection of the hand-written path.
@@ -20,12 +22,18 @@ type conn struct {
 	// wrote is set once the current request was written whole: from
 	// then on the engine may have it.
 	wrote bool
-	probe *peerProbe // looks for the engine's close; nil: PeerClosed
+	// peek asks the next write to look for the engine's close first: the
+	// connection sat in the pool, and its request may not be sent again.
+	peek bool
+	sock *sock // nil: not a socket the client can work directly
 }
 
 func newConn(c net.Conn) *conn {
-	ec := &conn{c: c, probe: newPeerProbe(c)}
+	ec := &conn{c: c, sock: newSock(c)}
 	ec.read.r = c
+	if s := rawio.NewSocket(c); s != nil {
+		ec.read.r = s // the answer's reads, raw
+	}
 	ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
 	return ec
 }
@@ -45,11 +53,13 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 	ec.read.start(maxHead)
 	defer ec.read.unlimit()
 	ec.wrote = false
+	peek := ec.peek
+	ec.peek = false
 	var err error
 	if req != nil {
-		err = ec.write(req)
+		err = ec.write(req, peek)
 	} else {
-		_, err = ec.c.Write(raw)
+		err = ec.writeWait(raw, peek)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write engine request: %w", err)
@@ -70,9 +80,12 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 // write sends req in one write: headers and body together, so that the
 // engine reads them at once. A body too large for a pooled buffer streams
 // through a bounded one instead, so that a large request is never copied
-// whole.
-func (ec *conn) write(req *http.Request) error {
+// whole. With peek, it looks for the engine's close first.
+func (ec *conn) write(req *http.Request, peek bool) error {
 	if req.ContentLength > maxPooledBuf {
+		if peek && ec.peerClosed() {
+			return errEngineClosed
+		}
 		bw := bufio.NewWriterSize(ec.c, largeWriteBuf)
 		if err := req.Write(bw); err != nil {
 			return err
@@ -84,8 +97,7 @@ func (ec *conn) write(req *http.Request) error {
 	if err := serialize(buf, req); err != nil {
 		return err
 	}
-	_, err := ec.c.Write(buf.Bytes())
-	return err
+	return ec.writeWait(buf.Bytes(), peek)
 }
 
 // serialize writes req, head and body, into buf: by appendHead where it

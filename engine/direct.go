@@ -81,9 +81,11 @@ func (g guard) dialContext() context.Context {
 
 // retrying sends a request with send on a pooled or new connection, and
 // once more on a new one when a reused connection turns out to have been
-// closed by the engine (staleConn).
+// closed by the engine (staleConn). A pooled connection that the look
+// before the write finds closed (errEngineClosed) is passed over, as many
+// as the pool holds, without counting as a try.
 func (d *direct) retrying(g guard, replayable bool, send func(*conn) (*http.Response, error)) (*http.Response, error) {
-	for attempt := 0; ; attempt++ {
+	for tries := 0; ; {
 		ec, reused, err := d.get(g.dialContext(), !replayable)
 		if err != nil {
 			return nil, err
@@ -96,13 +98,20 @@ func (d *direct) retrying(g guard, replayable bool, send func(*conn) (*http.Resp
 		if err := g.err(); err != nil {
 			return nil, err
 		}
-		if !reused || attempt > 0 || !staleConn(err, ec, replayable) {
+		if errors.Is(err, errEngineClosed) {
+			continue // the engine's keep-alive timeout passed
+		}
+		if tries++; !reused || tries > 1 || !staleConn(err, ec, replayable) {
 			return nil, err
 		}
 		// The engine closed the idle connection as the request went out,
 		// before answering anything: send it once more on a new one.
 	}
 }
+
+// errEngineClosed says that a pooled connection was found closed by the
+// engine before its request was written: another is taken.
+var errEngineClosed = errors.New("engine: the pooled connection was closed by the engine")
 
 // replayable reports whether req may be sent again after the engine may
 // have read it, by net/http's Transport's rule: its method is idempotent,
@@ -157,20 +166,19 @@ func (d *direct) exchange(g guard, ec *conn, send func(*conn) (*http.Response, e
 	return resp, nil
 }
 
-// get takes an idle connection the engine has not closed, or dials a new
-// one. peek checks every pooled connection for a close by the engine,
-// for a request that cannot be sent again.
+// get takes an idle connection, or dials a new one. peek has the write
+// of a pooled connection look for a close by the engine first
+// (errEngineClosed), for a request that cannot be sent again: a look made
+// there, in the same call as the write, costs less than one made here.
 func (d *direct) get(ctx context.Context, peek bool) (ec *conn, reused bool, err error) {
-	for ec = d.pool.take(); ec != nil; ec = d.pool.take() {
+	if ec = d.pool.take(); ec != nil {
 		// Engines close idle connections after seconds (uvicorn, under
 		// vLLM and SGLang, after 5 s), so a connection idle for less
-		// than peekAfter is taken as open without a system call, unless
-		// peek asks for one; one the engine closed anyway is caught by
-		// the stale-connection retry.
-		if !peek && time.Since(ec.idle) < peekAfter || !ec.peerClosed() {
-			return ec, true, nil
-		}
-		_ = ec.c.Close() // the engine's keep-alive timeout passed
+		// than peekAfter is taken as open without a look, unless peek
+		// asks for one; one the engine closed anyway is caught by the
+		// stale-connection retry.
+		ec.peek = peek || time.Since(ec.idle) >= peekAfter
+		return ec, true, nil
 	}
 	c, err := d.dial(ctx, "tcp", d.addr)
 	if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -107,18 +108,19 @@ func TestWithPort(t *testing.T) {
 // TestPeekOnlyAfterASecondIdle: a pooled connection idle for less than
 // peekAfter is taken without a look at its socket, even one the engine
 // closed (the stale-connection retry covers that), unless the request
-// cannot be sent again (peek); one idle for longer is peeked at, and
-// dropped when the engine closed it.
+// cannot be sent again (peek); one idle for longer is looked at too. The
+// look is the write's: it finds the engine's close and writes nothing
+// (errEngineClosed), and the exchange passes on to another connection.
 func TestPeekOnlyAfterASecondIdle(t *testing.T) {
 	tests := []struct {
-		name       string
-		idleFor    time.Duration
-		peek       bool
-		wantReused bool
+		name     string
+		idleFor  time.Duration
+		peek     bool
+		wantPeek bool
 	}{
-		{name: "idle briefly: taken unchecked", idleFor: 0, wantReused: true},
-		{name: "idle briefly, not replayable: peeked and dropped", idleFor: 0, peek: true, wantReused: false},
-		{name: "idle past peekAfter: peeked and dropped", idleFor: 2 * peekAfter, wantReused: false},
+		{name: "idle briefly: taken unchecked", idleFor: 0},
+		{name: "idle briefly, not replayable: looked at", idleFor: 0, peek: true, wantPeek: true},
+		{name: "idle past peekAfter: looked at", idleFor: 2 * peekAfter, wantPeek: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,8 +142,13 @@ func TestPeekOnlyAfterASecondIdle(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer got.c.Close()
-			if reused != tc.wantReused || (got == ec) != tc.wantReused {
-				t.Errorf("get after %s idle: reused %v, same connection %v; want %v", tc.idleFor, reused, got == ec, tc.wantReused)
+			if !reused || got != ec || got.peek != tc.wantPeek {
+				t.Fatalf("get after %s idle: reused %v, same connection %v, look %v; want the pooled one, look %v",
+					tc.idleFor, reused, got == ec, got.peek, tc.wantPeek)
+			}
+			_, err = got.send(nil, []byte("POST / HTTP/1.1\r\nHost: e\r\nContent-Length: 0\r\n\r\n"), 4096)
+			if closed := errors.Is(err, errEngineClosed); closed != tc.wantPeek || got.wrote == tc.wantPeek {
+				t.Errorf("send: %v, written %v; want errEngineClosed %v, written %v", err, got.wrote, tc.wantPeek, !tc.wantPeek)
 			}
 		})
 	}
@@ -275,4 +282,68 @@ func (c *countedConn) Write(p []byte) (int, error) {
 	c.w.writes++
 	c.w.mu.Unlock()
 	return c.Conn.Write(p)
+}
+
+// TestClosedPooledConnectionsPassedOver: a request that cannot be sent
+// again passes over every pooled connection the engine closed while idle
+// (each found by the write's look, nothing written) and goes out on a new
+// one, however many the pool held: they are not tries.
+func TestClosedPooledConnectionsPassedOver(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const closed = 3
+	srv := &http.Server{ReadHeaderTimeout: bound, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "served")
+	})}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(&closeFirst{Listener: ln, n: closed}) })
+	t.Cleanup(func() { _ = srv.Close(); wg.Wait() })
+
+	c := newTestClient(t, ln.Addr().String())
+	var idle []*conn
+	for range closed {
+		ec, _, err := c.direct.get(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, ec)
+	}
+	for _, ec := range idle {
+		for deadline := time.Now().Add(bound); !PeerClosed(ec.c); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the engine's close never arrived")
+			}
+		}
+		c.direct.pool.put(ec)
+	}
+	raw := []byte("POST / HTTP/1.1\r\nHost: e\r\nContent-Length: 0\r\n\r\n")
+	resp, err := c.SendRaw(&Cut{}, raw, false)
+	if err != nil {
+		t.Fatalf("SendRaw over %d closed pooled connections: %v", closed, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || string(b) != "served" {
+		t.Errorf("answer %q, %v; want served", b, err)
+	}
+}
+
+// closeFirst is a listener that closes the first n connections it
+// accepts and hands on the rest.
+type closeFirst struct {
+	net.Listener
+	n int
+}
+
+func (l *closeFirst) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil || l.n == 0 {
+			return c, err
+		}
+		l.n--
+		_ = c.Close()
+	}
 }
