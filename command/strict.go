@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/internal/httpsyntax"
+	"github.com/slotgate/slotgate/internal/rawio"
 	"github.com/slotgate/slotgate/proxy"
 )
 
@@ -95,7 +96,7 @@ func (l strictListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strictConn{Conn: c, maxHead: l.maxHead, bufs: l.bufs,
+	return &strictConn{Conn: c, sock: rawio.NewSocket(c), maxHead: l.maxHead, bufs: l.bufs,
 		earlyState: earlyState{early: l.early, idle: l.idle, stopped: l.stopped}}, nil
 }
 
@@ -128,6 +129,10 @@ var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 // guards the stage for it.
 type strictConn struct {
 	net.Conn
+	// sock reads and writes the socket raw (rawio.Socket): the proxy
+	// port's reads and writes are most of its system calls. nil: c's own
+	// Read and Write.
+	sock    *rawio.Socket
 	maxHead int
 	bufs    *sync.Pool // of *[]byte of inBufSize
 	pooled  *[]byte    // where in came from, to go back to bufs
@@ -220,7 +225,7 @@ func (c *strictConn) readThrough(p []byte, st stage) (int, error) {
 	if (st == stBody || st == stChunkData) && int64(len(p)) > c.left {
 		p = p[:c.left]
 	}
-	n, err := c.Conn.Read(p)
+	n, err := c.read(p)
 	if st == stBody || st == stChunkData {
 		c.left -= int64(n)
 		if c.left == 0 {
@@ -247,7 +252,7 @@ func (c *strictConn) freeIn() {
 // or queued connection, waiting in a read, then holds none.
 func (c *strictConn) fill(p []byte) error {
 	if len(c.in) == 0 {
-		n, err := c.Conn.Read(p)
+		n, err := c.read(p)
 		if n == 0 {
 			return err
 		}
@@ -261,7 +266,7 @@ func (c *strictConn) fill(p []byte) error {
 	if len(c.in) == cap(c.in) {
 		c.in = append(c.in, make([]byte, max(inBufSize, len(c.in)))...)[:len(c.in)]
 	}
-	n, err := c.Conn.Read(c.in[len(c.in):cap(c.in)])
+	n, err := c.read(c.in[len(c.in):cap(c.in)])
 	c.in = c.in[:len(c.in)+n]
 	if n > 0 {
 		return nil
@@ -488,6 +493,22 @@ func (c *strictConn) Write(p []byte) (int, error) {
 		}
 	}
 	c.mu.Unlock()
+	return c.write(p)
+}
+
+// read reads the socket, raw where it can.
+func (c *strictConn) read(p []byte) (int, error) {
+	if c.sock != nil {
+		return c.sock.Read(p)
+	}
+	return c.Conn.Read(p)
+}
+
+// write writes the socket, raw where it can.
+func (c *strictConn) write(p []byte) (int, error) {
+	if c.sock != nil {
+		return c.sock.Write(p)
+	}
 	return c.Conn.Write(p)
 }
 

@@ -30,7 +30,7 @@ const (
 	watchOver // Unwatch ran: no watch starts any more
 )
 
-func (e *earlyClient) Write(p []byte) (int, error) { return e.c.Conn.Write(p) }
+func (e *earlyClient) Write(p []byte) (int, error) { return e.c.write(p) }
 
 func (e *earlyClient) RemoteAddr() net.Addr { return e.c.Conn.RemoteAddr() }
 
