@@ -130,9 +130,9 @@ var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 type strictConn struct {
 	net.Conn
 	// sock reads and writes the socket raw (rawio.Socket): the proxy
-	// port's reads and writes are most of its system calls. nil: c's own
-	// Read and Write.
-	sock    *rawio.Socket
+	// port's reads and writes are most of its system calls. Not Usable:
+	// Conn's own Read and Write.
+	sock    rawio.Socket
 	maxHead int
 	bufs    *sync.Pool // of *[]byte of inBufSize
 	pooled  *[]byte    // where in came from, to go back to bufs
@@ -498,7 +498,7 @@ func (c *strictConn) Write(p []byte) (int, error) {
 
 // read reads the socket, raw where it can.
 func (c *strictConn) read(p []byte) (int, error) {
-	if c.sock != nil {
+	if c.sock.Usable() {
 		return c.sock.Read(p)
 	}
 	return c.Conn.Read(p)
@@ -506,7 +506,7 @@ func (c *strictConn) read(p []byte) (int, error) {
 
 // write writes the socket, raw where it can.
 func (c *strictConn) write(p []byte) (int, error) {
-	if c.sock != nil {
+	if c.sock.Usable() {
 		return c.sock.Write(p)
 	}
 	return c.Conn.Write(p)

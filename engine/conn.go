@@ -25,14 +25,14 @@ type conn struct {
 	// peek asks the next write to look for the engine's close first: the
 	// connection sat in the pool, and its request may not be sent again.
 	peek bool
-	sock *sock // nil: not a socket the client can work directly
+	sock rawio.Socket // the socket worked raw, when Usable
 }
 
 func newConn(c net.Conn) *conn {
-	ec := &conn{c: c, sock: newSock(c)}
+	ec := &conn{c: c, sock: rawio.NewSocket(c)}
 	ec.read.r = c
-	if s := rawio.NewSocket(c); s != nil {
-		ec.read.r = s // the answer's reads, raw
+	if ec.sock.Usable() {
+		ec.read.r = &ec.sock // the answer's reads, raw
 	}
 	ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
 	return ec
@@ -83,7 +83,7 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 // whole. With peek, it looks for the engine's close first.
 func (ec *conn) write(req *http.Request, peek bool) error {
 	if req.ContentLength > maxPooledBuf {
-		if peek && ec.peerClosed() {
+		if peek && PeerClosed(ec.c) {
 			return errEngineClosed
 		}
 		bw := bufio.NewWriterSize(ec.c, largeWriteBuf)

@@ -7,8 +7,11 @@
 // headers and body go out in one write, and the answer is read from a
 // connection of the client's pool: the common answer's head (HTTP/1.1, a
 // stated length) by a parser of its own, fuzzed to read exactly what
-// http.ReadResponse reads, every other by ReadResponse. Everything else
-// goes through net/http's Transport, configured the same way.
+// http.ReadResponse reads, every other by ReadResponse. On a socket, the
+// write, the look for the engine's close before it and the wait for the
+// answer are one call (rawio.Socket.WriteWait), made raw: no read that
+// finds nothing before the wait. Everything else goes through net/http's
+// Transport, configured the same way.
 //
 // Invariants:
 //
@@ -26,7 +29,9 @@
 //     answer ended before its first byte. A generation (a POST) the engine
 //     may have read is never resent: a second copy would run beside the
 //     first, past the cap. So that an idle close does not fail one, such a
-//     request takes a pooled connection only after a look at its socket.
+//     request is written to a pooled connection only after a look at its
+//     socket, in the same call as the write; a connection found closed is
+//     passed over, however many the pool holds, and is not a try.
 //     A request the engine began to answer is never resent. net/http's
 //     path follows net/http's own rules, which are as strict.
 //   - The end of a request's context cuts its connection's reads and writes
@@ -37,6 +42,6 @@
 //     path counts interim answers (1xx) in the limit; net/http's counts
 //     each head on its own.
 //   - Close closes the idle connections of both paths.
-//   - Only the standard library is imported, and internal/httpsyntax's
-//     grammar.
+//   - Only the standard library is imported, internal/httpsyntax's
+//     grammar and internal/rawio's calls.
 package engine

@@ -9,12 +9,6 @@ import "net"
 // read meets it.
 func PeerClosed(net.Conn) bool { return false }
 
-type sock struct{}
-
-func newSock(net.Conn) *sock { return nil }
-
-func (ec *conn) peerClosed() bool { return false }
-
 // writeWait writes b, whole, to the engine; peek has nothing to look with
 // here.
 func (ec *conn) writeWait(b []byte, _ bool) error {

@@ -30,7 +30,7 @@ func socketPair(t *testing.T) (*conn, *net.TCPConn) {
 	}
 	t.Cleanup(func() { _ = c.Close(); _ = s.Close() })
 	ec := newConn(c)
-	if ec.sock == nil {
+	if !ec.sock.Usable() {
 		t.Fatal("a TCP connection has no socket to work")
 	}
 	return ec, s.(*net.TCPConn)
@@ -43,7 +43,7 @@ func readable(t *testing.T, ec *conn) bool {
 	var b [1]byte
 	var n int
 	var err error
-	if cerr := ec.sock.raw.Control(func(fd uintptr) {
+	if cerr := ec.sock.RawConn().Control(func(fd uintptr) {
 		n, _, err = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	}); cerr != nil {
 		t.Fatal(cerr)
@@ -83,7 +83,7 @@ func TestWriteWait(t *testing.T) {
 	t.Run("a look finds the engine's close", func(t *testing.T) {
 		ec, s := socketPair(t)
 		_ = s.CloseWrite() // the engine's close, as a keep-alive timeout sends it
-		waitFor(t, "the close to arrive", ec.peerClosed)
+		waitFor(t, "the close to arrive", func() bool { return PeerClosed(ec.c) })
 		if err := ec.writeWait(req, true); !errors.Is(err, errEngineClosed) {
 			t.Fatalf("writeWait = %v, want errEngineClosed", err)
 		}
@@ -145,7 +145,7 @@ func TestWriteWait(t *testing.T) {
 		ec, s := socketPair(t)
 		_ = s.SetLinger(0)
 		_ = s.Close()
-		waitFor(t, "the reset to arrive", ec.peerClosed)
+		waitFor(t, "the reset to arrive", func() bool { return PeerClosed(ec.c) })
 		err := ec.writeWait(req, false)
 		if err == nil {
 			_, err = ec.br.ReadByte() // the write may go out before the reset is known

@@ -8,35 +8,25 @@ import (
 	"syscall"
 )
 
-// Socket reads and writes a connection's socket raw (Read, Write), and
-// waits in Go's netpoller as the connection's own Read and Write do,
-// through its syscall.RawConn: the same calls, the same deadlines, the
-// same errors, without the runtime's system-call bookkeeping. Like a
-// net.Conn it may be used by several goroutines at once: a Read and a
-// Write overlap, two Reads (or Writes) take turns, as they would on the
-// descriptor's own lock. Its functions are bound once, so neither
-// allocates.
+// Socket reads and writes a connection's socket raw (Read, Write,
+// WriteWait), and waits in Go's netpoller as the connection's own Read
+// and Write do, through its syscall.RawConn: the same calls, the same
+// deadlines, the same errors, without the runtime's system-call
+// bookkeeping. Like a net.Conn it may be used by several goroutines at
+// once: each call keeps its state apart (a call from a pool, with its
+// functions bound once), and the descriptor's own locks order them. A
+// Socket is two interfaces, kept by value: a connection pays nothing more
+// for it while no call is under way, which matters with thousands of
+// streams held.
 type Socket struct {
 	c   net.Conn // the connection, for its addresses in errors
 	raw syscall.RawConn
-
-	rmu  sync.Mutex // a Read's, with what its function fills in
-	rfn  func(fd uintptr) bool
-	rbuf []byte
-	rn   int
-	rerr error
-
-	wmu  sync.Mutex // a Write's, likewise
-	wfn  func(fd uintptr) bool
-	wbuf []byte
-	wn   int
-	werr error
 }
 
-// NewSocket returns c's Socket, or nil when c is not a socket Go's net
-// package opened (TLS, a pipe, a wrapper): those are read and written as
-// they are.
-func NewSocket(c net.Conn) *Socket {
+// NewSocket returns c's Socket, or one not Usable when c is not a socket
+// Go's net package opened (TLS, a pipe, a wrapper): those are read and
+// written as they are.
+func NewSocket(c net.Conn) Socket {
 	var sc syscall.Conn
 	switch c := c.(type) {
 	case *net.TCPConn:
@@ -44,101 +34,191 @@ func NewSocket(c net.Conn) *Socket {
 	case *net.UnixConn:
 		sc = c
 	default:
-		return nil // a descriptor of unknown kind may block
+		return Socket{} // a descriptor of unknown kind may block
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return nil
+		return Socket{}
 	}
-	s := &Socket{c: c, raw: raw}
-	s.rfn, s.wfn = s.read, s.write
-	return s
+	return Socket{c: c, raw: raw}
 }
 
-// RawConn is the socket's, for a caller's own steps.
-func (s *Socket) RawConn() syscall.RawConn { return s.raw }
+// Usable reports whether s has a socket to work.
+func (s Socket) Usable() bool { return s.raw != nil }
+
+// RawConn is the socket's.
+func (s Socket) RawConn() syscall.RawConn { return s.raw }
+
+// call is one Read's, Write's or WriteWait's state, and the functions
+// RawConn runs with it.
+type call struct {
+	buf  []byte
+	n    int
+	err  syscall.Errno
+	peek bool // WriteWait: look for the peer's close first
+	// closed: the look saw the peer's close; waiting: written whole, the
+	// call waits for the answer.
+	closed, waiting bool
+
+	read, write, writeWait func(fd uintptr) bool
+}
+
+// calls holds the calls not under way: a Socket keeps none of its own.
+var calls = sync.Pool{New: func() any {
+	k := &call{}
+	k.read, k.write, k.writeWait = k.readStep, k.writeStep, k.writeWaitStep
+	return k
+}}
+
+func takeCall(buf []byte) *call {
+	k := calls.Get().(*call)
+	*k = call{buf: buf, read: k.read, write: k.write, writeWait: k.writeWait}
+	return k
+}
+
+func (k *call) done() {
+	k.buf = nil
+	calls.Put(k)
+}
 
 // Read reads as net.Conn's Read does: at least a byte, waiting for one,
-// or (0, io.EOF) at the peer's close, or an error a *net.OpError of
+// or (0, io.EOF) at the peer's close, or an error, a *net.OpError of
 // "read".
-func (s *Socket) Read(p []byte) (int, error) {
+func (s Socket) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
-	s.rbuf, s.rn, s.rerr = p, 0, nil
-	err := s.raw.Read(s.rfn)
-	n, rerr := s.rn, s.rerr
-	s.rbuf = nil
+	k := takeCall(p)
+	err := s.raw.Read(k.read)
+	n, errno := k.n, k.err
+	k.done()
 	switch {
 	case err != nil:
 		return 0, s.opError("read", err)
-	case rerr != nil:
-		return 0, s.opError("read", os.NewSyscallError("read", rerr))
+	case errno != 0:
+		return 0, s.opError("read", os.NewSyscallError("read", errno))
 	case n == 0:
 		return 0, io.EOF
 	}
 	return n, nil
 }
 
-func (s *Socket) read(fd uintptr) bool {
+func (k *call) readStep(fd uintptr) bool {
 	for {
-		n, err := Read(int(fd), s.rbuf)
+		n, err := Read(int(fd), k.buf)
 		switch err {
 		case nil:
-			s.rn = n
+			k.n = n
 			return true
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			return false // wait for the socket to be readable
 		}
-		s.rerr = err
+		k.err = errnoOf(err)
 		return true
 	}
 }
 
 // Write writes all of p as net.Conn's Write does, waiting for room when
 // the socket is full; its error is a *net.OpError of "write".
-func (s *Socket) Write(p []byte) (int, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.wbuf, s.wn, s.werr = p, 0, nil
-	err := s.raw.Write(s.wfn)
-	n, werr := s.wn, s.werr
-	s.wbuf = nil
+func (s Socket) Write(p []byte) (int, error) {
+	k := takeCall(p)
+	err := s.raw.Write(k.write)
+	n, errno := k.n, k.err
+	k.done()
 	switch {
-	case werr != nil:
-		return n, s.opError("write", os.NewSyscallError("write", werr))
+	case errno != 0:
+		return n, s.opError("write", os.NewSyscallError("write", errno))
 	case err != nil:
 		return n, s.opError("write", err)
 	}
 	return n, nil
 }
 
-func (s *Socket) write(fd uintptr) bool {
-	for s.wn < len(s.wbuf) {
-		n, err := Write(int(fd), s.wbuf[s.wn:])
+func (k *call) writeStep(fd uintptr) bool {
+	return k.writeSome(fd) || k.n == len(k.buf)
+}
+
+// writeSome writes what is left of buf until it is all written, the
+// socket is full (false), or the write fails (true, err set).
+func (k *call) writeSome(fd uintptr) bool {
+	for k.n < len(k.buf) {
+		n, err := Write(int(fd), k.buf[k.n:])
 		switch err {
 		case nil:
-			s.wn += n
+			k.n += n
 			continue
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
-			return false // wait for room
+			return false
 		}
-		s.werr = err
+		k.err = errnoOf(err)
 		return true
 	}
-	return true
+	return false
+}
+
+// WriteWait writes b and waits until the peer's answer can be read, in
+// one RawConn.Read, for a request the peer answers. Go's own write and
+// read would make a read that finds nothing (the answer is not there
+// yet) before they park: a system call per request. Waiting without that
+// read is safe only where nothing comes before the request's answer but
+// the peer's close: RawConn.Read forgets the socket's readiness before it
+// calls the function, so an answer that comes after the write wakes the
+// wait. With peek it first looks for the peer's close, which it reports
+// (closed) having written nothing. A socket too full to take b whole
+// gets the rest from Write, which waits for room. The wait's own failure
+// (a deadline) is left to the read that follows.
+func (s Socket) WriteWait(b []byte, peek bool) (closed bool, err error) {
+	k := takeCall(b)
+	k.peek = peek
+	rerr := s.raw.Read(k.writeWait)
+	n, errno, closed, waiting := k.n, k.err, k.closed, k.waiting
+	k.done()
+	switch {
+	case closed:
+		return true, nil
+	case errno != 0:
+		return false, s.opError("write", os.NewSyscallError("write", errno))
+	case waiting:
+		return false, nil
+	case rerr != nil:
+		return false, s.opError("write", rerr) // before the write: a deadline, a close
+	}
+	_, err = s.Write(b[n:])
+	return false, err
+}
+
+func (k *call) writeWaitStep(fd uintptr) bool {
+	if k.waiting {
+		return true // woken: the answer, or the peer's close, is there
+	}
+	if k.peek {
+		k.peek = false
+		if k.closed = PeerClosed(int(fd)); k.closed {
+			return true
+		}
+	}
+	if k.writeSome(fd) || k.n < len(k.buf) {
+		return true // failed, or full: the rest is Write's
+	}
+	k.waiting = true
+	return false
+}
+
+func errnoOf(err error) syscall.Errno {
+	if e, ok := err.(syscall.Errno); ok {
+		return e
+	}
+	return syscall.EIO
 }
 
 // opError wraps err as net.Conn's Read and Write do; an error RawConn
 // already wrapped (a deadline, a closed connection) gets the operation's
 // name instead of RawConn's ("raw-read"), which net/http looks at.
-func (s *Socket) opError(op string, err error) error {
+func (s Socket) opError(op string, err error) error {
 	if oe, ok := err.(*net.OpError); ok {
 		err = oe.Err
 	}

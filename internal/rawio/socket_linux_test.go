@@ -106,7 +106,7 @@ func TestSocket(t *testing.T) {
 		a, b := net.Pipe()
 		defer a.Close()
 		defer b.Close()
-		if s := NewSocket(a); s != nil {
+		if NewSocket(a).Usable() {
 			t.Error("NewSocket of a pipe: want nil")
 		}
 	})

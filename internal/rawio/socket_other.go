@@ -7,18 +7,24 @@ import (
 	"syscall"
 )
 
-// Socket is unavailable off Linux: NewSocket returns nil, and callers
-// use the connection as it is.
+// Socket is unavailable off Linux: NewSocket's is never Usable, and
+// callers use the connection as it is.
 type Socket struct{}
 
-// NewSocket returns nil off Linux.
-func NewSocket(net.Conn) *Socket { return nil }
+// NewSocket returns a Socket that is not Usable.
+func NewSocket(net.Conn) Socket { return Socket{} }
 
-// RawConn is never called: there is no Socket.
-func (*Socket) RawConn() syscall.RawConn { return nil }
+// Usable is false off Linux.
+func (Socket) Usable() bool { return false }
 
-// Read is never called: there is no Socket.
-func (*Socket) Read([]byte) (int, error) { return 0, nil }
+// RawConn is nil: there is no socket to work.
+func (Socket) RawConn() syscall.RawConn { return nil }
 
-// Write is never called: there is no Socket.
-func (*Socket) Write([]byte) (int, error) { return 0, nil }
+// Read is never called: the Socket is not Usable.
+func (Socket) Read([]byte) (int, error) { return 0, nil }
+
+// Write is never called: the Socket is not Usable.
+func (Socket) Write([]byte) (int, error) { return 0, nil }
+
+// WriteWait is never called: the Socket is not Usable.
+func (Socket) WriteWait([]byte, bool) (bool, error) { return false, nil }
