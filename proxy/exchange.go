@@ -55,8 +55,9 @@ type exchange struct {
 	// exchange (relayed.done), on its loop, after the handler returned.
 	relayed bool
 	// prompt is the estimate of a body held whole in memory, once made
-	// (heldPrompt).
-	prompt *estimate.Estimate
+	// (heldPrompt, which sets promptMade).
+	prompt     estimate.Estimate
+	promptMade bool
 	// park is the request's gate.Parker (park.go), here to cost no
 	// allocation to the requests that never wait.
 	park parking

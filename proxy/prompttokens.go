@@ -36,12 +36,12 @@ func (ex *exchange) promptTokens() int64 {
 // buf, made once per request: before admission while a token limit is in
 // force (promptTokens), else as its flight begins (countPrompt).
 func (ex *exchange) heldPrompt(buf []byte) estimate.Estimate {
-	if ex.prompt == nil {
-		c := estimate.NewPromptCounter(ex.p.maxBody)
+	if !ex.promptMade {
+		c := ex.p.counters.prompt(ex.p.maxBody)
 		_, _ = c.Write(buf) // never fails
 		_ = c.Close()
-		e := c.Estimate()
-		ex.prompt = &e
+		ex.prompt, ex.promptMade = c.Estimate(), true
+		ex.p.counters.prompts.Put(c)
 	}
-	return *ex.prompt
+	return ex.prompt
 }

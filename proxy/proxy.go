@@ -94,6 +94,7 @@ type Proxy struct {
 	errLog      *log.Logger // httputil.ReverseProxy's
 	buffers     *bufferPool
 	early       earlyBufs // AnswerEarly's
+	counters    counters
 	ids         *gate.IDs
 	dates       dates // of early answers (early.go)
 	// reencodeQueries: GODEBUG sets urlmaxqueryparams, under which

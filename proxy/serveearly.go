@@ -176,6 +176,7 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 			tc := newTokenCount(ex)
 			tc.add(out[n:])
 			tc.end(true)
+			p.counters.streams.Put(tc.counter)
 		} else {
 			ex.Prefilled()
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/slotgate/slotgate/gate"
@@ -151,7 +152,34 @@ type tokenCount struct {
 }
 
 func newTokenCount(ex *exchange) tokenCount {
-	return tokenCount{counter: estimate.NewStreamCounter(), ex: &ex.Exchange, gone: ex.clientGone}
+	return tokenCount{counter: ex.p.counters.stream(), ex: &ex.Exchange, gone: ex.clientGone}
+}
+
+// counters keeps the token counters of requests that ended, for the next
+// ones: each is a few hundred bytes, and the fast path's garbage is most
+// of its collector's work.
+type counters struct {
+	prompts sync.Pool // of *estimate.PromptCounter
+	streams sync.Pool // of *estimate.StreamCounter
+}
+
+// prompt returns a prompt counter of the first limit bytes.
+func (c *counters) prompt(limit int64) *estimate.PromptCounter {
+	if v, ok := c.prompts.Get().(*estimate.PromptCounter); ok {
+		v.Reset(limit)
+		return v
+	}
+	return estimate.NewPromptCounter(limit)
+}
+
+// stream returns a counter for one answer; whoever is sure nothing uses
+// it any more (answerServed) gives it back to c.streams.
+func (c *counters) stream() *estimate.StreamCounter {
+	if v, ok := c.streams.Get().(*estimate.StreamCounter); ok {
+		v.Reset()
+		return v
+	}
+	return estimate.NewStreamCounter()
 }
 
 // add counts the body's next bytes.

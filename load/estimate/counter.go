@@ -18,9 +18,19 @@ type PromptCounter struct {
 // NewPromptCounter returns a counter that parses the first limit bytes of
 // a body; limit <= 0 means no limit.
 func NewPromptCounter(limit int64) *PromptCounter {
-	c := &PromptCounter{limit: limit}
-	c.lex.reset(&c.h)
+	c := &PromptCounter{}
+	c.Reset(limit)
 	return c
+}
+
+// Reset makes c as NewPromptCounter(limit) returns it, keeping the room
+// its parser grew: a caller that estimates body after body may reuse one
+// counter rather than allocate a few hundred bytes for each.
+func (c *PromptCounter) Reset(limit int64) {
+	stack := c.lex.stack
+	*c = PromptCounter{limit: limit}
+	c.lex.stack = stack
+	c.lex.reset(&c.h)
 }
 
 // Write parses p. It always returns len(p), nil: a malformed or oversized

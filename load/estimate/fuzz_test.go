@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/slotgate/slotgate/load/estimate"
 )
 
 var promptSeeds = []string{
@@ -33,6 +35,9 @@ func FuzzPromptReader(f *testing.F) {
 		_, want, _ := estimateParts([][]byte{body}, noLimit)
 		if ref := reference(body); want != ref {
 			t.Fatalf("estimate %+v, encoding/json reference %+v", want, ref)
+		}
+		if got := afterReset(body, noLimit); got != want {
+			t.Fatalf("a counter reset after another body: %+v, a new one %+v", got, want)
 		}
 		for i, parts := range splits(body) {
 			out, got, err := estimateParts(parts, noLimit)
@@ -80,10 +85,38 @@ func FuzzStreamCounter(f *testing.F) {
 		if want.Generated < 0 || want.PromptTokens < 0 {
 			t.Fatalf("negative counts %+v", want)
 		}
+		if got := countsAfterReset(stream); got != want {
+			t.Fatalf("a counter reset after another response: %+v, a new one %+v", got, want)
+		}
 		for i, parts := range splits(stream) {
 			if got := counts(parts); got != want {
 				t.Fatalf("split %d: %+v, one-shot %+v", i, got, want)
 			}
 		}
 	})
+}
+
+// used leaves a counter's parser deep in unfinished containers, with an
+// event and a count under way: what a reset must forget.
+const used = `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"abc`
+
+// afterReset estimates body with a counter reset after another body.
+func afterReset(body []byte, limit int64) estimate.Estimate {
+	c := estimate.NewPromptCounter(0)
+	_, _ = c.Write([]byte(used + `"}]}],"prompt":[[[[[[`))
+	c.Reset(limit)
+	_, _ = c.Write(body)
+	_ = c.Close()
+	return c.Estimate()
+}
+
+// countsAfterReset counts stream with a counter reset after another
+// response.
+func countsAfterReset(stream []byte) estimate.Counts {
+	s := estimate.NewStreamCounter()
+	_, _ = s.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: " + used))
+	s.Reset()
+	_, _ = s.Write(stream)
+	_ = s.Close()
+	return s.Counts()
 }

@@ -77,8 +77,17 @@ type StreamCounter struct {
 // NewStreamCounter returns a counter for one response.
 func NewStreamCounter() *StreamCounter {
 	s := &StreamCounter{}
-	s.resetEvent()
+	s.Reset()
 	return s
+}
+
+// Reset makes s as NewStreamCounter returns it, keeping the room its
+// parser grew, for another response.
+func (s *StreamCounter) Reset() {
+	stack := s.lex.stack
+	*s = StreamCounter{}
+	s.lex.stack = stack
+	s.resetEvent()
 }
 
 // Counts returns the counts so far.
