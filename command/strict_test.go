@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -160,4 +161,45 @@ func FuzzStrictListener(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStrictConnWorksItsSocketRaw: on Linux, a TCP connection the strict
+// listener accepts reads and writes its socket raw (rawio.Socket), and
+// the bytes go both ways as through the connection's own calls.
+func TestStrictConnWorksItsSocketRaw(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newStrictListener(ln, &http.Server{MaxHeaderBytes: 8 << 10}, nil)
+	defer l.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc := c.(*strictConn)
+	if runtime.GOOS == "linux" && !sc.sock.Usable() {
+		t.Fatal("an accepted TCP connection does not work its socket raw")
+	}
+	_ = client.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(client, "ping"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	if n, err := sc.read(buf); string(buf[:n]) != "ping" || err != nil {
+		t.Errorf("read %q, %v; want ping", buf[:n], err)
+	}
+	if _, err := c.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.ReadFull(client, buf[:4]); string(buf[:n]) != "pong" || err != nil {
+		t.Errorf("the client read %q, %v; want pong", buf[:n], err)
+	}
 }
