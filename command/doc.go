@@ -22,8 +22,10 @@
 // the connection, on that connection's goroutine. A connection's answers
 // stay in order: a request is offered only when net/http owes the
 // connection nothing. A served request's client watch (strict_watch.go)
-// runs on the proxy's timer goroutine and is stopped and waited for
-// before the answer is written. The listener's connections read and write
+// runs on the goroutine of its connection's one timer, armed per request,
+// and is stopped and waited for before the answer is written; a fire too
+// late for its request starts nothing, or the connection's next
+// request's watch. The listener's connections read and write
 // their sockets raw (internal/rawio.Socket), as net.Conn would, waiting
 // in the same netpoller under the same deadlines: they are most of the
 // proxy's system calls, and a raw call leaves the scheduler and sysmon

@@ -96,8 +96,10 @@ func (l strictListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &strictConn{Conn: c, sock: rawio.NewSocket(c), maxHead: l.maxHead, bufs: l.bufs,
-		earlyState: earlyState{early: l.early, idle: l.idle, stopped: l.stopped}}, nil
+	sc := &strictConn{Conn: c, sock: rawio.NewSocket(c), maxHead: l.maxHead, bufs: l.bufs,
+		earlyState: earlyState{early: l.early, idle: l.idle, stopped: l.stopped}}
+	sc.client.c = sc
+	return sc, nil
 }
 
 // stage is where a connection's framing stands.

@@ -71,6 +71,9 @@ type earlyState struct {
 	// handed goes with the request given to net/http last, until its
 	// handler takes it (TakeHanded) or the connection closes.
 	handed atomic.Pointer[proxy.Handed]
+	// client is the connection's client as its early requests see it,
+	// with their watch.
+	client earlyClient
 }
 
 // give counts a head that went to net/http.
@@ -188,7 +191,7 @@ func (c *strictConn) answerEarly() bool {
 	if h.chunked || h.upgrade || h.http10 || end > int64(len(c.in)) {
 		return false
 	}
-	e := c.early.AnswerEarly(c.in[h.start:c.scan], c.in[c.scan:end], &earlyClient{c: c})
+	e := c.early.AnswerEarly(c.in[h.start:c.scan], c.in[c.scan:end], &c.client)
 	if e.Handed != nil {
 		c.handed.Store(e.Handed)
 		return false

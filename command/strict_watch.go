@@ -8,15 +8,22 @@ import (
 	"github.com/slotgate/slotgate/proxy"
 )
 
-// earlyClient is a request's client as the listener offers the request
-// to the proxy's front end (proxy.EarlyClient): one per request, so that
-// a watch that starts late (its timer fired as the engine answered) can
-// never watch the connection's next request.
+// earlyClient is a connection's client as the listener offers its
+// requests to the proxy's front end (proxy.EarlyClient). A connection
+// keeps one (strictConn.client) for every request it offers, with one
+// timer: a request asks for a watch (Watch arms the timer) and ends it
+// (Unwatch), and no request pays an allocation for either. A fire of the
+// timer that comes late, once Unwatch stopped it in vain, finds the watch
+// over and starts nothing, or finds the connection's next request armed
+// and starts that request's watch early: the watch it starts is always
+// the current request's.
 type earlyClient struct {
 	c *strictConn
 
 	mu    sync.Mutex
 	state watchState
+	timer *time.Timer   // runs fire; made at the first Watch
+	cut   proxy.Cutter  // the armed request's
 	done  chan struct{} // closed when a started watch has ended
 	gone  bool          // the watch saw the client leave
 	got   []byte        // what the client sent while watched
@@ -25,57 +32,80 @@ type earlyClient struct {
 type watchState uint8
 
 const (
-	watchIdle watchState = iota
-	watching
-	watchOver // Unwatch ran: no watch starts any more
+	watchIdle  watchState = iota // no request asked for a watch
+	watchArmed                   // the timer runs for the current request
+	watching                     // the watch reads the client
+	watchOver                    // Unwatch ran: no watch starts any more
 )
 
 func (e *earlyClient) Write(p []byte) (int, error) { return e.c.write(p) }
 
 func (e *earlyClient) RemoteAddr() net.Addr { return e.c.Conn.RemoteAddr() }
 
-// Watch reads the client's socket while the engine works, on the
-// caller's goroutine (the proxy's timer), until Unwatch cuts the read
-// short, the client leaves (a close or a reset runs gone) or sends
-// something (a pipelined request, kept for the next read): as net/http's
-// background read, which stops at a client's first byte, a client that
-// sends its next request and then closes its side is not taken for gone.
-// net/http's idle deadline is lifted meanwhile: a generation may take
-// longer than the idle timeout.
-func (e *earlyClient) Watch(gone func()) {
+// Watch arms the timer that starts the request's watch (fire) after the
+// given time: the engine's fast answers end before it and never pay for
+// a watch.
+func (e *earlyClient) Watch(after time.Duration, cut proxy.Cutter) {
 	e.mu.Lock()
-	if e.state != watchIdle {
+	defer e.mu.Unlock()
+	e.state, e.cut, e.gone = watchArmed, cut, false
+	if e.timer == nil {
+		e.timer = time.AfterFunc(after, e.fire)
+		return
+	}
+	e.timer.Reset(after)
+}
+
+// fire reads the client's socket while the engine works, on the timer's
+// goroutine, until Unwatch cuts the read short, the client leaves (a
+// close or a reset runs the cut) or sends something (a pipelined
+// request, kept for the next read): as net/http's background read, which
+// stops at a client's first byte, a client that sends its next request
+// and then closes its side is not taken for gone. net/http's idle
+// deadline is lifted meanwhile: a generation may take longer than the
+// idle timeout.
+func (e *earlyClient) fire() {
+	e.mu.Lock()
+	if e.state != watchArmed {
 		e.mu.Unlock()
 		return
 	}
-	e.state, e.done = watching, make(chan struct{})
+	done := make(chan struct{})
+	e.state, e.done = watching, done
+	cut := e.cut
 	e.mu.Unlock()
-	defer close(e.done)
+	defer close(done)
 	_ = e.c.SetReadDeadline(time.Time{})
 	var buf [512]byte
 	n, err := e.c.Conn.Read(buf[:])
 	e.got = append(e.got, buf[:n]...)
 	if n == 0 && err != nil && !isTimeout(err) {
 		e.gone = true
-		gone()
+		cut.Now()
 	}
 }
 
-// Unwatch ends the watch and reports whether the client left. What the
-// watch read goes into the connection's buffer, after the request being
-// served, and net/http's idle deadline is set again.
+// Unwatch ends the request's watch, or keeps it from starting, and
+// reports whether the client left. What the watch read goes into the
+// connection's buffer, after the request being served, and net/http's
+// idle deadline is set again.
 func (e *earlyClient) Unwatch() bool {
 	e.mu.Lock()
 	started := e.state == watching
 	e.state = watchOver
+	done := e.done
 	e.mu.Unlock()
+	if e.timer != nil {
+		e.timer.Stop() // a fire too late to stop finds watchOver
+	}
 	if !started {
 		return false
 	}
 	_ = e.c.Conn.SetReadDeadline(time.Unix(1, 0))
-	<-e.done
+	<-done
 	c := e.c
 	c.in = append(c.in, e.got...)
+	e.got = e.got[:0]
 	c.restoreIdle()
 	return e.gone
 }

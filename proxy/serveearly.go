@@ -45,15 +45,21 @@ import (
 type EarlyClient interface {
 	io.Writer
 	RemoteAddr() net.Addr
-	// Watch watches the client, on the caller's goroutine, while the
-	// engine works on its request, until Unwatch: gone runs if the client
-	// leaves; bytes it sends meanwhile (its next request) end the watch
-	// and are kept for the next read. Watch after Unwatch does nothing.
-	Watch(gone func())
-	// Unwatch ends the watch, waiting for it to stop, and reports whether
-	// the client left.
+	// Watch has the client watched once after has passed, while the
+	// engine works on its request, until Unwatch: cut.Now runs if the
+	// client leaves; bytes it sends meanwhile (its next request) end the
+	// watch and are kept for the next read. It returns at once: the
+	// watch is another goroutine's (a timer's).
+	Watch(after time.Duration, cut Cutter)
+	// Unwatch ends the watch, or stops it from starting, waiting for it
+	// to stop, and reports whether the client left.
 	Unwatch() bool
 }
+
+// Cutter cuts a request's engine exchange short: *engine.Cut, given as
+// an interface rather than a bound method, which would cost an
+// allocation a request.
+type Cutter interface{ Now() }
 
 // Early is what AnswerEarly did with a request; its zero value is a
 // request left to net/http, untouched.
@@ -133,10 +139,10 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	ex.BeginFlight()
 	ex.promptEstimated(est)
 	ex.Sent()
-	watch := time.AfterFunc(watchAfter, func() { c.Watch(ex.cut.Now) })
+	c.Watch(watchAfter, &ex.cut)
 	resp, err := p.client.SendRaw(&ex.cut, raw, replay)
 	p.early.give(buf, raw)
-	if !watch.Stop() && c.Unwatch() {
+	if c.Unwatch() {
 		ex.cut.Now()
 		return p.earlyGone(ex, resp, h, c)
 	}

@@ -78,40 +78,21 @@ func (e *earlyEngine) last() seenRequest {
 }
 
 // rawClient is an early request's client: it keeps what the proxy writes.
+// Its watch never starts: the client stays.
 type rawClient struct {
 	bytes.Buffer
-	addr    net.Addr
-	mu      sync.Mutex
-	over    bool
-	unwatch chan struct{}
+	addr net.Addr
 }
 
 func newRawClient() *rawClient {
-	return &rawClient{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}, unwatch: make(chan struct{})}
+	return &rawClient{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}}
 }
 
 func (c *rawClient) RemoteAddr() net.Addr { return c.addr }
 
-// Watch waits for Unwatch: the client stays (a slow machine may fire the
-// watch's timer).
-func (c *rawClient) Watch(func()) {
-	c.mu.Lock()
-	over := c.over
-	c.mu.Unlock()
-	if !over {
-		<-c.unwatch
-	}
-}
+func (c *rawClient) Watch(time.Duration, proxy.Cutter) {}
 
-func (c *rawClient) Unwatch() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.over {
-		c.over = true
-		close(c.unwatch)
-	}
-	return false
-}
+func (c *rawClient) Unwatch() bool { return false }
 
 // servedCases are requests AnswerEarly serves itself, and the fields of
 // the engine's view that differ with the connection.
