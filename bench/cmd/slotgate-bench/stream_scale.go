@@ -55,7 +55,7 @@ func heldStreamsScenario(name string, streams, prompt int, profile bool) scenari
 		"RSS growth of the proxy's tree with every stream open ÷ streams; client CPU % = the driver's share of the machine's busy CPU, machine busy % = the machine's busy share of its CPU time"
 	metrics := slices.Clone(streamMetrics)
 	if profile {
-		about += "; slotgate's CPU profiled during each run: counting CPU % is the share of its samples in token counting " +
+		about += "; slotgate's CPU profiled during each run once every stream is open (after the RSS reading): counting CPU % is the share of its samples in token counting " +
 			"(prompt estimator and SSE parser), prompt and SSE each alone"
 		metrics = append(metrics, profileMetrics...)
 	}
@@ -81,11 +81,15 @@ func heldStreams(streams, prompt int, profile bool) func(context.Context, trial)
 		events := streamEvents(t.d)
 		spec := streamSpec{addr: t.inst.addr, streams: streams, events: events,
 			body: streamBody(prompt, events), timeout: t.d + 30*time.Second}
+		// The profile starts once every stream is open and the RSS was
+		// read: the profiler's own buffers, which grow with its samples,
+		// are not the streams' memory.
 		var prof *profileRun
+		var onOpen func()
 		if profile && t.inst.admin != "" {
-			prof = startProfile(ctx, t.inst.admin, t.d, t.env.run)
+			onOpen = func() { prof = startProfile(ctx, t.inst.admin, t.d, t.env.run) }
 		}
-		m, err := measureStreams(ctx, t, spec, idle)
+		m, err := measureStreams(ctx, t, spec, idle, onOpen)
 		if prof != nil {
 			shares, perr := prof.shares()
 			if perr != nil {
@@ -100,8 +104,9 @@ func heldStreams(streams, prompt int, profile bool) func(context.Context, trial)
 }
 
 // measureStreams runs spec against t and computes the scenario's
-// metrics; idle is the proxy's RSS before.
-func measureStreams(ctx context.Context, t trial, spec streamSpec, idle int) (map[string]float64, error) {
+// metrics; idle is the proxy's RSS before. onOpen, when set, runs once
+// the RSS with every stream open was read.
+func measureStreams(ctx context.Context, t trial, spec streamSpec, idle int, onOpen func()) (map[string]float64, error) {
 	cpu := startCPU(t.inst.pid)
 	before, err := readCPUTicks()
 	if err != nil {
@@ -109,7 +114,13 @@ func measureStreams(ctx context.Context, t trial, spec streamSpec, idle int) (ma
 	}
 	opened := make(chan struct{})
 	rss := make(chan rssReading, 1)
-	go func() { rss <- rssWhenOpen(ctx, opened, t.inst.pid) }()
+	go func() {
+		r := rssWhenOpen(ctx, opened, t.inst.pid)
+		if onOpen != nil {
+			onOpen()
+		}
+		rss <- r
+	}()
 	start := time.Now()
 	got := runStreams(ctx, spec, opened)
 	elapsed := time.Since(start)
