@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestStatPIDs(t *testing.T) {
@@ -64,5 +66,34 @@ func TestTreeRSSOfSelf(t *testing.T) {
 	kib, err := treeRSS(os.Getpid())
 	if err != nil || kib <= 0 {
 		t.Fatalf("treeRSS(self) = %d, %v; want a positive size", kib, err)
+	}
+}
+
+// TestRSSWhileOpen: the reading waits for every stream to be open, then
+// takes readings until the streams end, at most rssSamples, and returns
+// their median; direct (pid 0) has none; a context ended first is an
+// error.
+func TestRSSWhileOpen(t *testing.T) {
+	opened, ended := make(chan struct{}), make(chan struct{})
+	close(opened)
+	close(ended)
+	if r := rssWhileOpen(t.Context(), opened, ended, os.Getpid()); r.err != nil || r.kib <= 0 {
+		t.Errorf("this process's RSS with the streams over at once: %d KiB, %v; want one reading", r.kib, r.err)
+	}
+	running := make(chan struct{})
+	start := time.Now()
+	if r := rssWhileOpen(t.Context(), opened, running, os.Getpid()); r.err != nil || r.kib <= 0 {
+		t.Errorf("this process's RSS while the streams run: %d KiB, %v", r.kib, r.err)
+	}
+	if d := time.Since(start); d < (rssSamples-1)*rssEvery {
+		t.Errorf("the readings took %v, want %d of them %v apart", d, rssSamples, rssEvery)
+	}
+	if r := rssWhileOpen(t.Context(), opened, ended, 0); r.err != nil || r.kib != 0 {
+		t.Errorf("direct: %d KiB, %v; want none", r.kib, r.err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if r := rssWhileOpen(ctx, make(chan struct{}), ended, os.Getpid()); r.err == nil {
+		t.Error("a context ended before the streams opened: want its error")
 	}
 }

@@ -52,7 +52,7 @@ func heldStreamsScenario(name string, streams, prompt int, profile bool) scenari
 		about += fmt.Sprintf("; every request carries a %d KiB prompt", prompt>>10)
 	}
 	about += "; TTFT from request written to first event, ITL between events read; proxy CPU over the run ÷ events delivered; " +
-		"RSS growth of the proxy's tree with every stream open ÷ streams; client CPU % = the driver's share of the machine's busy CPU, machine busy % = the machine's busy share of its CPU time"
+		"RSS growth of the proxy's tree with every stream open ÷ streams (the median of up to 9 readings 100 ms apart while the streams run); client CPU % = the driver's share of the machine's busy CPU, machine busy % = the machine's busy share of its CPU time"
 	metrics := slices.Clone(streamMetrics)
 	if profile {
 		about += "; slotgate's CPU profiled during each run once every stream is open (after the RSS reading): counting CPU % is the share of its samples in token counting " +
@@ -82,8 +82,8 @@ func heldStreams(streams, prompt int, profile bool) func(context.Context, trial)
 		spec := streamSpec{addr: t.inst.addr, streams: streams, events: events,
 			body: streamBody(prompt, events), timeout: t.d + 30*time.Second}
 		// The profile starts once every stream is open and the RSS was
-		// read: the profiler's own buffers, which grow with its samples,
-		// are not the streams' memory.
+		// read (about a second later): the profiler's own buffers, which
+		// grow with its samples, are not the streams' memory.
 		var prof *profileRun
 		var onOpen func()
 		if profile && t.inst.admin != "" {
@@ -105,17 +105,17 @@ func heldStreams(streams, prompt int, profile bool) func(context.Context, trial)
 
 // measureStreams runs spec against t and computes the scenario's
 // metrics; idle is the proxy's RSS before. onOpen, when set, runs once
-// the RSS with every stream open was read.
+// the RSS with every stream open was read (rssWhileOpen).
 func measureStreams(ctx context.Context, t trial, spec streamSpec, idle int, onOpen func()) (map[string]float64, error) {
 	cpu := startCPU(t.inst.pid)
 	before, err := readCPUTicks()
 	if err != nil {
 		return nil, err
 	}
-	opened := make(chan struct{})
+	opened, ended := make(chan struct{}), make(chan struct{})
 	rss := make(chan rssReading, 1)
 	go func() {
-		r := rssWhenOpen(ctx, opened, t.inst.pid)
+		r := rssWhileOpen(ctx, opened, ended, t.inst.pid)
 		if onOpen != nil {
 			onOpen()
 		}
@@ -123,6 +123,7 @@ func measureStreams(ctx context.Context, t trial, spec streamSpec, idle int, onO
 	}()
 	start := time.Now()
 	got := runStreams(ctx, spec, opened)
+	close(ended)
 	elapsed := time.Since(start)
 	after, err := readCPUTicks()
 	if err != nil {
@@ -172,9 +173,13 @@ type rssReading struct {
 	err error
 }
 
-// rssWhenOpen reads pid's tree RSS once every stream is open; nothing for
-// direct.
-func rssWhenOpen(ctx context.Context, opened <-chan struct{}, pid int) rssReading {
+// rssWhileOpen reads pid's tree RSS once every stream is open, then
+// every rssEvery, rssSamples times at most or until ended (the streams
+// are over), and returns the median; nothing for direct. One reading is
+// as much a Go proxy's collector's timing as its streams' memory: its
+// heap swings by its garbage between collections (one build's single
+// readings at 256 streams ranged from 1 to 12 KiB a stream).
+func rssWhileOpen(ctx context.Context, opened, ended <-chan struct{}, pid int) rssReading {
 	select {
 	case <-opened:
 	case <-ctx.Done():
@@ -183,9 +188,31 @@ func rssWhenOpen(ctx context.Context, opened <-chan struct{}, pid int) rssReadin
 	if pid == 0 {
 		return rssReading{}
 	}
-	kib, err := treeRSS(pid)
-	return rssReading{kib, err}
+	var samples []int
+	for len(samples) < rssSamples {
+		kib, err := treeRSS(pid)
+		if err != nil {
+			return rssReading{err: err}
+		}
+		samples = append(samples, kib)
+		select {
+		case <-time.After(rssEvery):
+			continue
+		case <-ended:
+		case <-ctx.Done():
+		}
+		break
+	}
+	slices.Sort(samples)
+	return rssReading{kib: samples[len(samples)/2]}
 }
+
+// The RSS with the streams open is the median of rssSamples readings
+// rssEvery apart, the first once every stream is open.
+const (
+	rssSamples = 9
+	rssEvery   = 100 * time.Millisecond
+)
 
 // streamsAggregate is every stream of a run taken together.
 type streamsAggregate struct {
