@@ -47,10 +47,11 @@
 //   - Refusals are mapped to answers in one function (answers.of), and
 //     engine failures in another (engineError).
 //   - An early refusal (RefuseEarly, and AnswerEarly's refusals, asked
-//     by the proxy port's listener before net/http reads the request) answers only a request the gate
-//     refuses at once and whose answer net/http would write byte for byte
-//     the same but for the Date; it is counted, reported and logged as
-//     ServeHTTP's refusal is, and a request it declines is left untouched.
+//     by the proxy port's listener before net/http reads the request)
+//     answers only a request the gate refuses at once and whose answer
+//     net/http would write byte for byte the same but for the Date; it is
+//     counted, reported and logged as ServeHTTP's refusal is, and a
+//     request it declines is left untouched.
 //   - A request the front end serves (AnswerEarly) is admitted at once or
 //     not at all, and sent to the engine at most once: whatever the front
 //     end does not finish goes to net/http as a Handed, which the handler

@@ -102,6 +102,9 @@ type Proxy struct {
 	// variable is read: slotgate's own module sets no //go:debug default
 	// (a program embedding the proxy with one would differ).
 	reencodeQueries bool
+	// earlyServes: the front end may serve requests itself
+	// (servesAnyEarly), fixed by New.
+	earlyServes bool
 	// resuming counts the parked requests decided and handed back to the
 	// server whose handler has not taken them yet (park.go).
 	resuming atomic.Int64
@@ -133,6 +136,7 @@ func New(opts Options) (*Proxy, error) {
 	if err := p.setDefaults(opts); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
+	p.earlyServes = p.servesAnyEarly()
 	for _, path := range opts.PassthroughPaths {
 		p.passthrough[path] = true
 	}

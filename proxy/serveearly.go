@@ -98,16 +98,20 @@ func (p *Proxy) AnswerEarly(head, body []byte, c EarlyClient) Early {
 }
 
 // servesEarly reports whether the proxy may serve the request of h
-// itself: the plain path's engine (plain HTTP, no path or query of its
-// own), no first-token watchdog (it watches streams, which the relay
-// carries), and a target that net/http would forward as it came.
+// itself: it serves early at all (servesAnyEarly), and net/http would
+// forward h's target as it came.
 func (p *Proxy) servesEarly(h *earlyHead) bool {
+	return p.earlyServes && plainTarget(h.target, p.reencodeQueries)
+}
+
+// servesAnyEarly reports whether the front end may serve requests itself
+// under p's configuration, which New fixes (earlyServes): the plain
+// path's engine (plain HTTP, no path or query of its own), and no
+// first-token watchdog (it watches streams, which the relay carries).
+func (p *Proxy) servesAnyEarly() bool {
 	u := p.engineURL
-	if p.transport != nil || p.client == nil || !p.client.Raw() || u.Path != "" || u.RawPath != "" ||
-		u.RawQuery != "" || p.firstToken.cfg.on() {
-		return false
-	}
-	return plainTarget(h.target, p.reencodeQueries)
+	return p.transport == nil && p.client != nil && p.client.Raw() && u.Path == "" && u.RawPath == "" &&
+		u.RawQuery == "" && !p.firstToken.cfg.on()
 }
 
 // serveEarly serves the request of h when the gate decides it at once.
