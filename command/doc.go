@@ -29,5 +29,8 @@
 // their sockets raw (internal/rawio.Socket), as net.Conn would, waiting
 // in the same netpoller under the same deadlines: they are most of the
 // proxy's system calls, and a raw call leaves the scheduler and sysmon
-// nothing to do.
+// nothing to do. A connection whose answer the stream relay carries
+// lends it its socket (MoveOut, MoveIn: out of Go's netpoller for the
+// stream) and works the socket given back, the same connection value
+// for net/http to serve again.
 package command

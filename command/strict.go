@@ -614,3 +614,23 @@ func (c *strictConn) endHead() {
 		c.setStage(c.afterBody())
 	}
 }
+
+// MoveOut lends the socket to the stream relay, out of Go's netpoller
+// (relay.Mover): net/http let the connection go (a hijack), and nothing
+// calls it until MoveIn.
+func (c *strictConn) MoveOut() (int, error) {
+	return rawio.MoveOut(c.Conn)
+}
+
+// MoveIn gives the socket back once the relay carried its answer: the
+// connection works on it again, as itself, for net/http to serve again
+// (proxy.Resume). On failure it stays on its closed connection, and its
+// next read fails.
+func (c *strictConn) MoveIn(fd int) (net.Conn, error) {
+	nc, err := rawio.MoveIn(fd)
+	if err != nil {
+		return nil, err
+	}
+	c.Conn, c.sock = nc, rawio.NewSocket(nc)
+	return c, nil
+}

@@ -29,13 +29,20 @@ type conn struct {
 }
 
 func newConn(c net.Conn) *conn {
-	ec := &conn{c: c, sock: rawio.NewSocket(c)}
+	ec := &conn{}
+	ec.setConn(c)
+	ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
+	return ec
+}
+
+// setConn makes c the connection's socket: at first, and when a relay
+// gives it back (Detached.MoveIn).
+func (ec *conn) setConn(c net.Conn) {
+	ec.c, ec.sock = c, rawio.NewSocket(c)
 	ec.read.r = c
 	if ec.sock.Usable() {
 		ec.read.r = &ec.sock // the answer's reads, raw
 	}
-	ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
-	return ec
 }
 
 // readBufSize is a connection's read buffer: an answer's head, usually

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+
+	"github.com/slotgate/slotgate/internal/rawio"
 )
 
 // Detached is the connection of an answer taken out of the client, for a
@@ -50,6 +52,26 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	// request's contexts alive for as long as the stream.
 	b.stop, b.cut = nil, nil
 	return d, true
+}
+
+// MoveOut lends the connection's socket to a relay, out of Go's netpoller
+// (relay.Mover, rawio.MoveOut): the connection makes no call until
+// MoveIn.
+func (d *Detached) MoveOut() (int, error) {
+	return rawio.MoveOut(d.Conn)
+}
+
+// MoveIn gives the socket back (relay.Mover): the connection works on it
+// again, for Done to reuse or close. On failure the descriptor and the
+// connection are closed.
+func (d *Detached) MoveIn(fd int) (net.Conn, error) {
+	c, err := rawio.MoveIn(fd)
+	if err != nil {
+		return nil, err
+	}
+	d.body.ec.setConn(c)
+	d.Conn = c
+	return c, nil
 }
 
 // Done gives the connection back: to the pool when reuse says the body

@@ -36,6 +36,9 @@
 //     path follows net/http's own rules, which are as strict.
 //   - The end of a request's context cuts its connection's reads and writes
 //     short until the answer is closed.
+//   - A Detached answer's connection is the caller's until Done; one whose
+//     socket a relay took (MoveOut) works the socket MoveIn gives back,
+//     and only that one is pooled.
 //   - No environment proxy, on either path: the engine is beside slotgate.
 //   - An answer's head larger than MaxResponseHeaderBytes fails the
 //     request, and its connection is closed, never pooled. The hand-written

@@ -42,7 +42,10 @@
 //     exactly one outcome, and logged once in the access log.
 //   - Once the relay has a stream's answer, the exchange holds no
 //     *http.Request (slim): the relay's Done ends it with what the
-//     exchange kept (its access-log fields, outcome and counts).
+//     exchange kept (its access-log fields, outcome and counts). When the
+//     client's connection can lend its socket (relay.Mover, the proxy
+//     port's), both sockets leave Go's netpoller for the stream and are
+//     back in their connections before Done.
 //   - Passthrough paths (engine probes) take no slot and are not counted.
 //   - Refusals are mapped to answers in one function (answers.of), and
 //     engine failures in another (engineError).

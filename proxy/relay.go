@@ -95,7 +95,11 @@ func (ex *exchange) handOff(resp *http.Response) error {
 		rs.count.gone = rs.gone
 	}
 	ex.relayed = true
-	err = ex.p.relay.Loops.Add(&relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done})
+	st := &relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done}
+	if m, ok := conn.(relay.Mover); ok {
+		st.EngineMover, st.ClientMover = d, m // the sockets leave Go's netpoller for the stream
+	}
+	err = ex.p.relay.Loops.Add(st)
 	d.Buffered = nil // the stream's now
 	if err != nil {
 		ex.relayed = false

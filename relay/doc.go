@@ -6,15 +6,19 @@
 // chunked) and whose head has already gone to the client: from there on,
 // the relay moves the body's bytes unchanged, chunk framing included,
 // from one socket to the other. Each loop owns an epoll instance, parked
-// in Go's netpoller, with each stream's two sockets registered once,
+// in Go's netpoller behind a gate that passes its events on only while
+// the loop parks, with each stream's two sockets registered once,
 // edge-triggered; per event of an engine socket it makes one read (a
 // short read drained it) and one write: no read that finds nothing, no
 // change to the epoll set while a stream lives, no goroutine woken per
-// event. Those reads and writes, and the epoll_wait that finds the
-// events, are made raw: on non-blocking descriptors they never block, so
-// the loop keeps its processor through them instead of passing through
-// the scheduler's system-call state (a fifth of the CPU per event in
-// BENCHMARKS.md's run). The decoded body (the chunks' data) goes to the
+// event. A stream whose connections lend their sockets (Mover) is carried
+// on sockets out of Go's netpoller, so that their events wake nothing but
+// the loop; they go back to their connections before Done. Those reads
+// and writes, and the epoll_wait that finds the events, are made raw: on
+// non-blocking descriptors they never block, so the loop keeps its
+// processor through them instead of passing through the scheduler's
+// system-call state (a fifth of the CPU per event in BENCHMARKS.md's
+// run). The decoded body (the chunks' data) goes to the
 // stream's OnData as it passes, for token counting.
 //
 // A loop also watches connections held idle (Watch: a request parked
@@ -22,7 +26,11 @@
 //
 // Invariants:
 //   - a stream's sockets are used by its loop only, from Add until its
-//     Done; nothing else reads or writes them meanwhile;
+//     Done; nothing else reads or writes them meanwhile; moved sockets
+//     are in no epoll set but their loop's, and are back in their
+//     connections (in Go's netpoller) before Done, or those are closed;
+//   - Go's netpoller sees a loop's set only through the gate, armed
+//     while the loop parks and disarmed once it wakes;
 //   - Done is called exactly once per stream Add accepted, on the loop's
 //     goroutine, after both sockets left the epoll set; it is given the
 //     sockets back, open, and decides what becomes of them (a Done that

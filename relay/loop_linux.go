@@ -82,8 +82,16 @@ func (r *Relay) Add(s *Stream) error {
 	if err != nil {
 		return err
 	}
+	st := &stream{Stream: s, efd: efd, cfd: cfd}
+	if err := st.moveOut(); err != nil {
+		return err
+	}
 	l := r.loops[int(r.next.Add(1))%len(r.loops)]
-	return l.add(&stream{Stream: s, efd: efd, cfd: cfd})
+	if err := l.add(st); err != nil {
+		st.moveIn()
+		return err
+	}
+	return nil
 }
 
 // Usable reports, with an error saying why not, whether c has a socket
@@ -138,12 +146,18 @@ type stream struct {
 	sent        int64
 	first       time.Time
 	extra       bool // the engine sent bytes past the body's end
+	moved       bool // efd and cfd are the relay's, out of Go's netpoller
 }
 
 // loop is one epoll instance and the goroutine that waits on it.
 type loop struct {
-	epfd         int
-	ep           *os.File        // epfd, watched by Go's netpoller
+	epfd int // the set: the streams' sockets, the watches, the wake pipe
+	// gatefd is an epoll instance that holds the set alone, armed (once)
+	// only while the loop parks: Go's netpoller watches the gate, not
+	// the set, so that the set's events reach the netpoller's thread
+	// only when the loop waits for them (wait).
+	gatefd       int
+	ep           *os.File        // gatefd, watched by Go's netpoller
 	raw          syscall.RawConn // ep's, to park on
 	poll         *poller
 	wakeR, wakeW int // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
@@ -173,12 +187,24 @@ func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: epoll_create1: %w", err)
 	}
-	// Non-blocking, so that os.NewFile hands it to Go's netpoller.
-	if err := syscall.SetNonblock(epfd, true); err != nil {
+	gatefd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
 		_ = syscall.Close(epfd)
+		return nil, fmt.Errorf("relay: epoll_create1: %w", err)
+	}
+	gev := syscall.EpollEvent{Fd: int32(epfd)} // not armed: wait arms it to park
+	if err := syscall.EpollCtl(gatefd, syscall.EPOLL_CTL_ADD, epfd, &gev); err != nil {
+		_ = syscall.Close(epfd)
+		_ = syscall.Close(gatefd)
+		return nil, fmt.Errorf("relay: epoll_ctl: %w", err)
+	}
+	// Non-blocking, so that os.NewFile hands it to Go's netpoller.
+	if err := syscall.SetNonblock(gatefd, true); err != nil {
+		_ = syscall.Close(epfd)
+		_ = syscall.Close(gatefd)
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
-	l := &loop{epfd: epfd, ep: os.NewFile(uintptr(epfd), "relay-epoll"), poll: newPoller(), open: open, added: added,
+	l := &loop{epfd: epfd, gatefd: gatefd, ep: os.NewFile(uintptr(gatefd), "relay-epoll-gate"), poll: newPoller(epfd), open: open, added: added,
 		streams: make(map[int]*stream), watched: make(map[int]*Watched), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
@@ -207,7 +233,8 @@ func (l *loop) close() {
 	_ = syscall.Close(l.wakeR)
 	_ = syscall.Close(l.wakeW)
 	l.mu.Unlock()
-	_ = l.ep.Close() // the epoll fd
+	_ = l.ep.Close() // the gate's fd
+	_ = syscall.Close(l.epfd)
 }
 
 // wake makes the loop's next wait return at once: a byte on its pipe (a
@@ -338,10 +365,10 @@ func (l *loop) watch(fd int, st *stream, events uint32) error {
 	return nil
 }
 
-// run waits for events until ctx ends. The loop's epoll fd is itself
-// watched by Go's netpoller (an epoll set is readable while it has events
-// ready): the goroutine parks there, like any goroutine waiting on a
-// socket, and each wake takes what is ready with a wait that does not
+// run waits for events until ctx ends. The loop's set is watched by Go's
+// netpoller through its gate (an epoll set is readable while it has
+// events ready): the goroutine parks there, like any goroutine waiting on
+// a socket, and each wake takes what is ready with a wait that does not
 // block. A blocking epoll_wait would instead hold a thread in a system
 // call, and every wake would pay the scheduler's hand-off of that
 // thread's processor and its return: several futex calls, per event at
@@ -372,6 +399,13 @@ func (l *loop) run(ctx context.Context) {
 // that arrives after the netpoller's last report and before the park is
 // not missed: RawConn.Read resets the readiness before it calls the
 // function, so such an event wakes the park at once.
+//
+// The gate is armed for the park only, and disarmed after it: an armed
+// gate passes each of the set's events on to Go's netpoller, whose idle
+// processor's thread sleeps in its own epoll_wait and would wake for
+// every event while the loop is busy with the others, for nothing (a
+// fifth of the loop's processor time at 1024 streams; BENCHMARKS.md).
+// Two epoll_ctl calls a park are far fewer than an event's wake-ups.
 func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 	// A busy loop finds events at once: it takes them without the
 	// netpoller's bookkeeping (a deadline to move, a lock to take).
@@ -382,28 +416,42 @@ func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 	// (Linux 5.5 had such a bug with nested epoll) would leave every
 	// stream of the loop waiting: the park is bounded, and the set polled
 	// again after it.
+	if err := l.gate(syscall.EPOLLIN | syscall.EPOLLONESHOT); err != nil {
+		return 0, err
+	}
 	_ = l.ep.SetReadDeadline(time.Now().Add(parkLimit))
 	l.poll.events = events
 	err := l.raw.Read(l.poll.fn)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		err = nil // n is 0: the loop polls again
 	}
-	return l.poll.n, cmp.Or(err, l.poll.err)
+	return l.poll.n, cmp.Or(err, l.gate(0), l.poll.err)
+}
+
+// gate arms the gate with events (the set's readiness, once), or
+// disarms it with none.
+func (l *loop) gate(events uint32) error {
+	gev := syscall.EpollEvent{Events: events, Fd: int32(l.epfd)}
+	if err := rawio.EpollCtl(l.gatefd, syscall.EPOLL_CTL_MOD, l.epfd, &gev); err != nil {
+		return fmt.Errorf("relay: epoll_ctl: %w", err)
+	}
+	return nil
 }
 
 // poller is the function a loop parks with and what it found, made once
 // per loop: a closure made per wait would cost allocations per batch.
 type poller struct {
+	epfd   int
 	events []syscall.EpollEvent
 	n      int
 	err    error
 	fn     func(fd uintptr) bool
 }
 
-func newPoller() *poller {
-	p := &poller{}
-	p.fn = func(fd uintptr) bool {
-		p.n, p.err = epollNow(int(fd), p.events)
+func newPoller(epfd int) *poller {
+	p := &poller{epfd: epfd}
+	p.fn = func(uintptr) bool {
+		p.n, p.err = epollNow(p.epfd, p.events)
 		return p.n > 0 || p.err != nil
 	}
 	return p
@@ -461,10 +509,13 @@ func callDone(ended []ending) []ending {
 	return ended[:0]
 }
 
-// done calls Done. A panic in it is the stream's, not the loop's: its
-// sockets are closed (Done may not have got to them), and the loop goes
-// on with its other streams.
+// done gives moved sockets back (moveIn) and calls Done. A panic in Done
+// is the stream's, not the loop's: its sockets are closed (Done may not
+// have got to them), and the loop goes on with its other streams.
 func (st *stream) done(res Result) {
+	if st.moved && !st.moveIn() {
+		res.EngineReusable = false
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			_ = st.Engine.Close()

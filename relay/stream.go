@@ -27,6 +27,25 @@ type Stream struct {
 	// Done is called once, when the stream ends (see Result), on the
 	// loop's goroutine; the sockets are then the caller's again, open.
 	Done func(Result)
+	// EngineMover and ClientMover, when both are set, lend the sockets to
+	// the relay for the stream's life, out of Go's netpoller (Mover); Done
+	// comes after both were given back. Unset, the relay works the
+	// connections' own descriptors, which Go's netpoller watches too.
+	EngineMover, ClientMover Mover
+}
+
+// A Mover lends a connection's socket to the relay: out of Go's netpoller,
+// which would otherwise wake an idle processor's thread at each of the
+// stream's events for nothing (rawio.MoveOut).
+type Mover interface {
+	// MoveOut hands the socket over: the descriptor is the relay's, and
+	// the connection makes no call, until MoveIn. On failure the
+	// connection is as it was.
+	MoveOut() (fd int, err error)
+	// MoveIn gives the socket back, fd then the connection's: it returns
+	// the connection to close it with from then on. On failure the
+	// connection is closed.
+	MoveIn(fd int) (net.Conn, error)
 }
 
 // Result is how a stream ended.

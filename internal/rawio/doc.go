@@ -1,8 +1,10 @@
-// Package rawio makes read(2), write(2), a peek and a zero-timeout
-// epoll_wait(2) on non-blocking descriptors without the runtime's
-// system-call bookkeeping (syscall.RawSyscall instead of syscall.Syscall),
-// for the hot paths that move a request's bytes: the stream relay's loops
-// and the engine client's write.
+// Package rawio makes read(2), write(2), a peek, epoll_ctl(2) and a
+// zero-timeout epoll_wait(2) on non-blocking descriptors without the
+// runtime's system-call bookkeeping (syscall.RawSyscall instead of
+// syscall.Syscall), for the hot paths that move a request's bytes: the
+// stream relay's loops and the engine client's write. MoveOut and MoveIn
+// take a socket out of Go's netpoller while a loop of its own works it,
+// and give it back.
 //
 // syscall.Read and its kin tell the scheduler that the thread may block,
 // so that it can hand the thread's processor to another thread should the

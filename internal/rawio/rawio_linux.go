@@ -48,3 +48,13 @@ func EpollWait(epfd int, events []syscall.EpollEvent) (int, error) {
 	}
 	return int(n), nil
 }
+
+// EpollCtl is epoll_ctl(2), which never blocks.
+func EpollCtl(epfd, op, fd int, ev *syscall.EpollEvent) error {
+	_, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_CTL, uintptr(epfd), uintptr(op), uintptr(fd),
+		uintptr(unsafe.Pointer(ev)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package relay
+
+import "fmt"
+
+// moveOut takes the stream's sockets out of Go's netpoller when it has
+// Movers for both; on failure both are as they were.
+func (st *stream) moveOut() error {
+	if st.EngineMover == nil || st.ClientMover == nil {
+		return nil
+	}
+	efd, err := st.EngineMover.MoveOut()
+	if err != nil {
+		return fmt.Errorf("relay: take the engine's socket: %w", err)
+	}
+	cfd, err := st.ClientMover.MoveOut()
+	if err != nil {
+		if c, ierr := st.EngineMover.MoveIn(efd); ierr == nil {
+			st.Engine = c
+		}
+		return fmt.Errorf("relay: take the client's socket: %w", err)
+	}
+	st.efd, st.cfd, st.moved = efd, cfd, true
+	return nil
+}
+
+// moveIn gives moved sockets back to their connections, which the
+// stream then closes with, and reports whether the engine's came back:
+// a connection that did not is closed.
+func (st *stream) moveIn() (engineBack bool) {
+	if !st.moved {
+		return true
+	}
+	st.moved = false
+	engine, eerr := st.EngineMover.MoveIn(st.efd)
+	if eerr == nil {
+		st.Engine = engine
+	}
+	if client, err := st.ClientMover.MoveIn(st.cfd); err == nil {
+		st.Client = client
+	}
+	return eerr == nil
+}

@@ -1,0 +1,166 @@
+package relay
+
+import (
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slotgate/slotgate/internal/epollinfo"
+	"github.com/slotgate/slotgate/internal/rawio"
+)
+
+// testMover lends a connection's socket as the proxy's connections do
+// (rawio.MoveOut, MoveIn), and remembers where it stands.
+type testMover struct {
+	c       net.Conn // the connection, replaced when moved back in
+	out, in int      // calls that succeeded
+	fd      int      // the descriptor moved out last
+	fail    error    // MoveOut fails with it
+}
+
+func (m *testMover) MoveOut() (int, error) {
+	if m.fail != nil {
+		return -1, m.fail
+	}
+	fd, err := rawio.MoveOut(m.c)
+	if err == nil {
+		m.out++
+		m.fd = fd
+	}
+	return fd, err
+}
+
+func (m *testMover) MoveIn(fd int) (net.Conn, error) {
+	c, err := rawio.MoveIn(fd)
+	if err != nil {
+		return nil, err
+	}
+	m.c = c
+	m.in++
+	return c, nil
+}
+
+// TestStreamMovedOut: with Movers, the relay carries a stream on sockets
+// taken out of Go's netpoller (the connections it was given are closed
+// meanwhile), gives both back before Done, and the connections it gives
+// back work: the client's next request and the engine's next answer pass.
+func TestStreamMovedOut(t *testing.T) {
+	r, _ := startRelay(t, 1)
+	engine, relayEngine := tcpPair(t)
+	client, relayClient := tcpPair(t)
+	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
+	done := make(chan [2]int, 1) // the Movers' MoveIn counts when Done came
+	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
+		OnData: func([]byte) {},
+		Done: func(res Result) {
+			if !res.Ended || !res.EngineReusable {
+				t.Errorf("Result = %+v, want Ended and EngineReusable", res)
+			}
+			done <- [2]int{em.in, cm.in}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if em.out != 1 || cm.out != 1 {
+		t.Fatalf("MoveOut calls: engine %d, client %d; want 1 each", em.out, cm.out)
+	}
+	for _, c := range []net.Conn{relayEngine, relayClient} {
+		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("a moved-out connection's Write = %v, want net.ErrClosed", err)
+		}
+	}
+	// Only the loop's set watches the sockets: Go's netpoller does not.
+	for _, m := range []*testMover{em, cm} {
+		waitSets(t, m.fd, []int{r.loops[0].epfd})
+	}
+	body := "5\r\nhello\r\n0\r\n\r\n"
+	if _, err := engine.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	readExactly(t, client, body)
+	select {
+	case in := <-done:
+		if in != [2]int{1, 1} {
+			t.Fatalf("Done came with MoveIn counts %v, want both moved back first", in)
+		}
+	case <-time.After(wait):
+		t.Fatal("the stream did not end")
+	}
+	// Both connections given back work, each way.
+	pass := func(from, to net.Conn, what string) {
+		t.Helper()
+		if _, err := from.Write([]byte(what)); err != nil {
+			t.Fatalf("write %q: %v", what, err)
+		}
+		readExactly(t, to, what)
+	}
+	pass(client, cm.c, "GET /next")
+	pass(cm.c, client, "HTTP/1.1 200")
+	pass(em.c, engine, "POST /again")
+	pass(engine, em.c, "answer")
+}
+
+// TestStreamNotMovedWhenAMoverFails: a client socket that cannot be moved
+// fails Add, and the engine's, moved already, is back and working.
+func TestStreamNotMovedWhenAMoverFails(t *testing.T) {
+	r, _ := startRelay(t, 1)
+	engine, relayEngine := tcpPair(t)
+	_, relayClient := tcpPair(t)
+	em := &testMover{c: relayEngine}
+	cm := &testMover{c: relayClient, fail: errors.New("no descriptor left")}
+	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
+		OnData: func([]byte) {}, Done: func(Result) { t.Error("Done called for a stream Add refused") }})
+	if err == nil {
+		t.Fatal("Add succeeded with a client socket that could not be moved")
+	}
+	if em.out != 1 || em.in != 1 {
+		t.Fatalf("engine Mover: %d out, %d in; want it moved back", em.out, em.in)
+	}
+	if _, err := em.c.Write([]byte("still")); err != nil {
+		t.Fatalf("the engine's connection given back: %v", err)
+	}
+	readExactly(t, engine, "still")
+}
+
+func readExactly(t *testing.T, c net.Conn, want string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
+		t.Fatalf("read %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestLoopSetBehindAGate: the loop's epoll set is watched by its gate
+// alone, and the gate by Go's netpoller: the set's events reach the
+// netpoller only through the gate, armed while the loop parks.
+func TestLoopSetBehindAGate(t *testing.T) {
+	r, _ := startRelay(t, 1)
+	l := r.loops[0]
+	waitSets(t, l.epfd, []int{l.gatefd})
+	if sets, err := epollinfo.SetsHolding(l.gatefd); err != nil || len(sets) != 1 {
+		t.Errorf("the gate is in epoll sets %v (%v), want one: Go's netpoller", sets, err)
+	}
+}
+
+// waitSets waits until the epoll sets that hold fd's file are want.
+func waitSets(t *testing.T, fd int, want []int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		sets, err := epollinfo.SetsHolding(fd)
+		if err != nil {
+			t.Skipf("cannot read the epoll sets from /proc: %v", err)
+		}
+		if slices.Equal(sets, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("descriptor %d is in epoll sets %v, want %v", fd, sets, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
