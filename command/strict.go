@@ -619,13 +619,17 @@ func (c *strictConn) endHead() {
 // (relay.Mover): net/http let the connection go (a hijack), and nothing
 // calls it until MoveIn.
 func (c *strictConn) MoveOut() (int, error) {
-	return rawio.MoveOut(c.Conn)
+	fd, err := rawio.MoveOut(c.Conn)
+	if err == nil {
+		c.Conn, c.sock = rawio.Moved(), rawio.Socket{} // the closed one goes
+	}
+	return fd, err
 }
 
 // MoveIn gives the socket back once the relay carried its answer: the
 // connection works on it again, as itself, for net/http to serve again
-// (proxy.Resume). On failure it stays on its closed connection, and its
-// next read fails.
+// (proxy.Resume). On failure it stays on rawio.Moved, and its next read
+// fails.
 func (c *strictConn) MoveIn(fd int) (net.Conn, error) {
 	nc, err := rawio.MoveIn(fd)
 	if err != nil {

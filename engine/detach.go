@@ -58,7 +58,12 @@ func Detach(resp *http.Response) (*Detached, bool) {
 // (relay.Mover, rawio.MoveOut): the connection makes no call until
 // MoveIn.
 func (d *Detached) MoveOut() (int, error) {
-	return rawio.MoveOut(d.Conn)
+	fd, err := rawio.MoveOut(d.Conn)
+	if err == nil {
+		d.Conn = rawio.Moved() // the closed one goes
+		d.body.ec.setConn(d.Conn)
+	}
+	return fd, err
 }
 
 // MoveIn gives the socket back (relay.Mover): the connection works on it

@@ -1,6 +1,10 @@
 package relay
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/slotgate/slotgate/internal/rawio"
+)
 
 // moveOut takes the stream's sockets out of Go's netpoller when it has
 // Movers for both; on failure both are as they were.
@@ -20,6 +24,9 @@ func (st *stream) moveOut() error {
 		return fmt.Errorf("relay: take the client's socket: %w", err)
 	}
 	st.efd, st.cfd, st.moved = efd, cfd, true
+	// The connections are closed (their Movers keep stand-ins): holding
+	// them would keep their state for the stream's life.
+	st.Engine, st.Client = rawio.Moved(), rawio.Moved()
 	return nil
 }
 

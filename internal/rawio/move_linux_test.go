@@ -141,3 +141,24 @@ func setsHolding(t *testing.T, fd int) int {
 	}
 	return len(sets)
 }
+
+// TestMoved: the stand-in fails every call as a closed connection does,
+// and closes without error.
+func TestMoved(t *testing.T) {
+	m := Moved()
+	if _, err := m.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Read = %v, want net.ErrClosed", err)
+	}
+	if _, err := m.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Write = %v, want net.ErrClosed", err)
+	}
+	if err := m.SetDeadline(time.Now()); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("SetDeadline = %v, want net.ErrClosed", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("Close = %v, want nil", err)
+	}
+	if got := m.RemoteAddr().String() + " " + m.LocalAddr().Network(); got != "moved moved" {
+		t.Errorf("addresses: %q", got)
+	}
+}
