@@ -90,8 +90,8 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 // whole. With peek, it looks for the engine's close first.
 func (ec *conn) write(req *http.Request, peek bool) error {
 	if req.ContentLength > maxPooledBuf {
-		if peek && PeerClosed(ec.c) {
-			return errEngineClosed
+		if err := ec.look(peek); err != nil {
+			return err
 		}
 		bw := bufio.NewWriterSize(ec.c, largeWriteBuf)
 		if err := req.Write(bw); err != nil {
@@ -105,6 +105,15 @@ func (ec *conn) write(req *http.Request, peek bool) error {
 		return err
 	}
 	return ec.writeWait(buf.Bytes(), peek)
+}
+
+// look, with peek, looks for the engine's close before a write: a
+// connection the engine closed fails with errEngineClosed.
+func (ec *conn) look(peek bool) error {
+	if peek && PeerClosed(ec.c) {
+		return errEngineClosed
+	}
+	return nil
 }
 
 // serialize writes req, head and body, into buf: by appendHead where it

@@ -37,8 +37,8 @@ func PeerClosed(c net.Conn) bool {
 // its request but the engine's close, which makes the wait safe.
 func (ec *conn) writeWait(b []byte, peek bool) error {
 	if !ec.sock.Usable() {
-		if peek && PeerClosed(ec.c) {
-			return errEngineClosed
+		if err := ec.look(peek); err != nil {
+			return err
 		}
 		_, err := ec.c.Write(b)
 		return err

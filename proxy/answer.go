@@ -29,7 +29,8 @@ type answer struct {
 	// The header values, rendered once. net/http copies the values of a
 	// handler's headers when it sends them, so they are never written to.
 	reasonV, lengthV, retryAfterV []string
-	// statusLine is net/http's HTTP/1.1 status line, for RefuseEarly.
+	// statusLine is net/http's HTTP/1.1 status line, for the early
+	// refusals (refuseHead).
 	statusLine string
 }
 
@@ -167,7 +168,7 @@ func (a *answers) rendered(status int, typ, message, reason string, paced bool) 
 
 // refuse answers a request the gate refused, with the answer of its
 // outcome (answers.of, the one place where a refusal becomes an HTTP
-// status, for RefuseEarly too). A client that left gets no answer, only
+// status, for the early refusals too). A client that left gets no answer, only
 // nginx's 499 in the access log.
 func (p *Proxy) refuse(ex *exchange, d gate.Decision) {
 	if ex.Outcome == gate.CancelledQueued {

@@ -49,7 +49,7 @@
 //   - Passthrough paths (engine probes) take no slot and are not counted.
 //   - Refusals are mapped to answers in one function (answers.of), and
 //     engine failures in another (engineError).
-//   - An early refusal (RefuseEarly, and AnswerEarly's refusals, asked
+//   - An early refusal (AnswerEarly's refusals, refuseHead, asked
 //     by the proxy port's listener before net/http reads the request)
 //     answers only a request the gate refuses at once and whose answer
 //     net/http would write byte for byte the same but for the Date; it is

@@ -14,32 +14,21 @@ import (
 	"github.com/slotgate/slotgate/internal/httpsyntax"
 )
 
-// RefuseEarly answers a request that the gate refuses at once, from its
-// raw head, before net/http reads it: the refusal half of AnswerEarly,
-// which refuses exactly so (refuseHead), for a caller that answers
-// refusals only. Under an overload storm most requests are such
-// refusals, and net/http's work for each (a request, its header map, a
-// response writer, a background read, deadlines) cost more than the
-// refusal itself.
+// refuseHead answers a request that the gate refuses at once, from its
+// raw head h, before net/http reads it: AnswerEarly's refusal. Under an
+// overload storm most requests are such refusals, and net/http's work
+// for each (a request, its header map, a response writer, a background
+// read, deadlines) costs more than the refusal itself.
 //
 // It answers only a request whose answer it knows to be exactly what
 // net/http and ServeHTTP would give, byte for byte but the Date: an
-// HTTP/1.1 request that parseEarlyHead takes, with a body of at most
-// 64 KiB and no larger than --max-request-body-bytes, on a path that is
-// neither passed through nor served in front of the proxy (FrontPaths),
-// that the gate refuses at once (RefuseAtOnce). The
-// refusal is counted, reported and logged as ServeHTTP's would be. It
-// appends the answer to dst and returns true; otherwise it returns dst
-// and false, having changed nothing, and the request goes to net/http.
-func (p *Proxy) RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, bool) {
-	h, ok := p.earlyHead(head)
-	if !ok {
-		return dst, false
-	}
-	return p.refuseHead(&h, remote, dst)
-}
-
-// refuseHead is RefuseEarly for a head already read.
+// HTTP/1.1 request that earlyHead takes (parseEarlyHead's shape, a body
+// of at most 64 KiB and no larger than --max-request-body-bytes, a path
+// neither passed through nor served in front of the proxy), that the gate
+// refuses at once (RefuseAtOnce). The refusal is counted, reported and
+// logged as ServeHTTP's would be. It appends the answer to dst and
+// returns true; otherwise it returns dst and false, having changed
+// nothing, and the request goes on.
 func (p *Proxy) refuseHead(h *earlyHead, remote net.Addr, dst []byte) ([]byte, bool) {
 	var ex gate.Exchange
 	ex.Start, ex.Protocol = time.Now(), gate.ProtocolHTTP

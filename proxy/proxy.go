@@ -60,7 +60,7 @@ type Options struct {
 	// PassthroughPaths are forwarded without a slot: the engine's probes.
 	PassthroughPaths []string
 	// FrontPaths are the paths a handler in front of the proxy serves
-	// itself (the proxy port's /metrics): RefuseEarly leaves them to it.
+	// itself (the proxy port's /metrics): AnswerEarly leaves them to it.
 	FrontPaths []string
 	// LoadReport, when set, puts the load report on proxied answers
 	// (ORCA's endpoint-load-metrics).

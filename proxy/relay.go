@@ -95,11 +95,11 @@ func (ex *exchange) handOff(resp *http.Response) error {
 		rs.count.gone = rs.gone
 	}
 	ex.relayed = true
-	st := &relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done}
+	rs.stream = relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done}
 	if m, ok := conn.(relay.Mover); ok {
-		st.EngineMover, st.ClientMover = d, m // the sockets leave Go's netpoller for the stream
+		rs.stream.EngineMover, rs.stream.ClientMover = d, m // the sockets leave Go's netpoller for the stream
 	}
-	err = ex.p.relay.Loops.Add(st)
+	err = ex.p.relay.Loops.Add(&rs.stream)
 	d.Buffered = nil // the stream's now
 	if err != nil {
 		ex.relayed = false
@@ -161,6 +161,9 @@ type relayed struct {
 	count tokenCount // counter nil: not counted
 	body  int64      // the body's bytes, unframed
 	left  bool       // the client left
+	// stream is what the relay carries: kept here rather than allocated
+	// beside, one object less a stream.
+	stream relay.Stream
 }
 
 func (rs *relayed) gone() bool { return rs.left }

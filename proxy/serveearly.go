@@ -157,7 +157,7 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 }
 
 // refuseAtOnce answers the request of h when the gate refuses it at once
-// (RefuseEarly's rule), and reports whether it did.
+// (refuseHead), and reports whether it did.
 func (p *Proxy) refuseAtOnce(h *earlyHead, c EarlyClient) (Early, bool) {
 	buf := p.early.take()
 	ans, ok := p.refuseHead(h, c.RemoteAddr(), *buf)
