@@ -17,6 +17,3 @@ func MoveOut(c net.Conn) (int, error) {
 func MoveIn(fd int) (net.Conn, error) {
 	return nil, fmt.Errorf("rawio: move in descriptor %d: %w", fd, errors.ErrUnsupported)
 }
-
-// Moved: see move_linux.go.
-func Moved() net.Conn { return movedConn{} }

@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// Moved is the connection an owner keeps in place of one whose socket
+// MoveOut took, until MoveIn: the closed connection would hold its
+// descriptor's state and both addresses for as long as the socket is
+// out. Every call fails with net.ErrClosed (Close with nothing to do);
+// its addresses are "moved".
+func Moved() net.Conn { return movedConn{} }
+
 // movedConn is Moved's: zero-sized, so that making one costs nothing.
 type movedConn struct{}
 
