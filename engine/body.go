@@ -47,6 +47,7 @@ func (b *answerBody) Close() error {
 	// answer: such a connection is closed, as net/http's Transport closes
 	// one that speaks while idle.
 	if b.unwatch() && err == nil && b.ec.br.Buffered() == 0 {
+		b.ec.dropReader() // the body, read to its end, reads it no more
 		b.pool.put(b.ec)
 		return nil
 	}

@@ -16,9 +16,9 @@ import (
 // conn is one keep-alive connection of the hand-written path.
 type conn struct {
 	c    net.Conn
-	idle time.Time   // when it went back to the pool
-	read headCounter // under br: what the engine sent for this request
-	br   *bufio.Reader
+	idle time.Time     // when it went back to the pool
+	read headCounter   // under br: what the engine sent for this request
+	br   *bufio.Reader // while an answer is read (reader); nil otherwise
 	// wrote is set once the current request was written whole: from
 	// then on the engine may have it.
 	wrote bool
@@ -31,7 +31,6 @@ type conn struct {
 func newConn(c net.Conn) *conn {
 	ec := &conn{}
 	ec.setConn(c)
-	ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
 	return ec
 }
 
@@ -48,6 +47,34 @@ func (ec *conn) setConn(c net.Conn) {
 // readBufSize is a connection's read buffer: an answer's head, usually
 // whole, and the body's first bytes.
 const readBufSize = 4 << 10
+
+// readers are the connections' read buffers. A connection holds one only
+// while it reads an answer, from its request's send to the body's end or
+// Detach: an idle pooled connection and a relayed stream hold none, and a
+// stream's buffer serves the next connection instead of becoming garbage
+// (three 4 KiB buffers a stream were most of what a burst of streams
+// opening allocates; BENCHMARKS.md).
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+
+// reader returns the connection's read buffer, taking one if it holds
+// none.
+func (ec *conn) reader() *bufio.Reader {
+	if ec.br == nil {
+		ec.br = readers.Get().(*bufio.Reader)
+		ec.br.Reset(&ec.read)
+	}
+	return ec.br
+}
+
+// dropReader gives the read buffer back, once nothing reads it: what it
+// still buffered is dropped.
+func (ec *conn) dropReader() {
+	if ec.br != nil {
+		ec.br.Reset(nil)
+		readers.Put(ec.br)
+		ec.br = nil
+	}
+}
 
 // send writes a request and reads the head of its final answer, failing
 // once the heads read, interim ones included, pass maxHead bytes. The
@@ -73,7 +100,7 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 	}
 	ec.wrote = true
 	for {
-		resp, err := readAnswer(ec.br, req)
+		resp, err := readAnswer(ec.reader(), req)
 		if err != nil {
 			return nil, fmt.Errorf("read engine answer: %w", err)
 		}

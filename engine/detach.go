@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"net"
 	"net/http"
 
@@ -44,10 +43,10 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	buf, _ := b.ec.br.Peek(n) // never fails: n bytes are buffered
 	d := &Detached{Conn: b.ec.c, Buffered: append([]byte(nil), buf...), body: b}
 	// The connection's reader is empty now, and the body reads nothing
-	// more: both go, so that a stream holds no buffer; a connection
-	// given back gets a new reader.
-	b.ec.br = nil
+	// more: the reader goes back (a stream holds no buffer), and the
+	// connection's next request takes one.
 	b.ReadCloser = http.NoBody
+	b.ec.dropReader()
 	// The context's watch is over; its stop function would keep the
 	// request's contexts alive for as long as the stream.
 	b.stop, b.cut = nil, nil
@@ -85,9 +84,7 @@ func (d *Detached) MoveIn(fd int) (net.Conn, error) {
 // abandoned).
 func (d *Detached) Done(reuse bool) {
 	if reuse && d.body.keep {
-		ec := d.body.ec
-		ec.br = bufio.NewReaderSize(&ec.read, readBufSize)
-		d.body.pool.put(ec)
+		d.body.pool.put(d.body.ec)
 		return
 	}
 	_ = d.Conn.Close()

@@ -136,7 +136,7 @@ func TestWriteWait(t *testing.T) {
 		if err := ec.writeWait(req, false); err != nil {
 			t.Fatalf("writeWait = %v; a cut after the write is the read's to meet", err)
 		}
-		if _, err := ec.br.ReadByte(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		if _, err := ec.reader().ReadByte(); !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Errorf("the read after the cut = %v, want a deadline exceeded", err)
 		}
 	})
@@ -148,7 +148,7 @@ func TestWriteWait(t *testing.T) {
 		waitFor(t, "the reset to arrive", func() bool { return PeerClosed(ec.c) })
 		err := ec.writeWait(req, false)
 		if err == nil {
-			_, err = ec.br.ReadByte() // the write may go out before the reset is known
+			_, err = ec.reader().ReadByte() // the write may go out before the reset is known
 		}
 		if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, io.EOF) {
 			t.Errorf("writing to a reset connection: %v, want ECONNRESET, EPIPE or EOF", err)
