@@ -39,6 +39,9 @@
 //   - A Detached answer's connection is the caller's until Done; one whose
 //     socket a relay took (MoveOut) works the socket MoveIn gives back,
 //     and only that one is pooled.
+//   - A connection holds a read buffer only while it reads an answer
+//     (from its request's send to the body's end or Detach); the buffer
+//     goes back to a pool only once nothing reads it.
 //   - No environment proxy, on either path: the engine is beside slotgate.
 //   - An answer's head larger than MaxResponseHeaderBytes fails the
 //     request, and its connection is closed, never pooled. The hand-written
