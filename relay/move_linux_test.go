@@ -141,8 +141,12 @@ func TestLoopSetBehindAGate(t *testing.T) {
 	r, _ := startRelay(t, 1)
 	l := r.loops[0]
 	waitSets(t, l.epfd, []int{l.gatefd})
-	if sets, err := epollinfo.SetsHolding(l.gatefd); err != nil || len(sets) != 1 {
-		t.Errorf("the gate is in epoll sets %v (%v), want one: Go's netpoller", sets, err)
+	sets, err := epollinfo.SetsHolding(l.gatefd)
+	if err != nil {
+		t.Skipf("cannot read the epoll sets from /proc: %v", err)
+	}
+	if len(sets) != 1 {
+		t.Errorf("the gate is in epoll sets %v, want one: Go's netpoller", sets)
 	}
 }
 

@@ -8,6 +8,7 @@ package epollinfo
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -41,7 +42,14 @@ func SetsHolding(fd int) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		if link, _ := os.Readlink("/proc/self/fd/" + e.Name()); link == "anon_inode:[eventpoll]" && holds(n, want) {
+		if link, _ := os.Readlink("/proc/self/fd/" + e.Name()); link != "anon_inode:[eventpoll]" {
+			continue
+		}
+		held, err := holds(n, want)
+		if err != nil {
+			return nil, err
+		}
+		if held {
 			sets = append(sets, n)
 		}
 	}
@@ -49,23 +57,33 @@ func SetsHolding(fd int) ([]int, error) {
 	return sets, nil
 }
 
+// ErrNoInodes: the kernel's epoll fdinfo lines name no inodes (older
+// kernels), so what a set holds cannot be told.
+var ErrNoInodes = errors.New("epollinfo: the kernel's epoll fdinfo names no inodes")
+
 // entry is what identifies a file in an epoll set's fdinfo: its inode,
 // and the descriptor it was added under ("" for any).
 type entry struct{ ino, tfd string }
 
 // holds reports whether the epoll set epfd has an entry like want.
-func holds(epfd int, want entry) bool {
+func holds(epfd int, want entry) (bool, error) {
 	f, err := os.Open("/proc/self/fdinfo/" + strconv.Itoa(epfd))
 	if err != nil {
-		return false // closed since it was listed
+		return false, nil // closed since it was listed
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) > 1 && f[0] == "tfd:" && slices.Contains(f, want.ino) && (want.tfd == "" || f[1] == want.tfd) {
-			return true
+		if len(f) < 2 || f[0] != "tfd:" {
+			continue
+		}
+		if !slices.ContainsFunc(f, func(s string) bool { return strings.HasPrefix(s, "ino:") }) {
+			return false, ErrNoInodes
+		}
+		if slices.Contains(f, want.ino) && (want.tfd == "" || f[1] == want.tfd) {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
