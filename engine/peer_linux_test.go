@@ -6,27 +6,8 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/engine"
+	"github.com/slotgate/slotgate/internal/loopback"
 )
-
-// tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err = ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
-	return client, server
-}
 
 // closedWithin polls PeerClosed, since a close takes a moment to arrive.
 // Real sockets: synctest's fake clock does not reach them.
@@ -43,13 +24,13 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 
 func TestPeerClosed(t *testing.T) {
 	t.Run("open and idle", func(t *testing.T) {
-		_, s := tcpPair(t)
+		_, s := loopback.Pair(t)
 		if engine.PeerClosed(s) {
 			t.Error("an open, idle connection reads as closed")
 		}
 	})
 	t.Run("bytes waiting are not consumed", func(t *testing.T) {
-		c, s := tcpPair(t)
+		c, s := loopback.Pair(t)
 		if _, err := c.Write([]byte("GET")); err != nil {
 			t.Fatal(err)
 		}
@@ -64,15 +45,15 @@ func TestPeerClosed(t *testing.T) {
 		}
 	})
 	t.Run("closed by the peer", func(t *testing.T) {
-		c, s := tcpPair(t)
+		c, s := loopback.Pair(t)
 		_ = c.Close()
 		if !closedWithin(s, time.Second) {
 			t.Error("a connection its peer closed does not read as closed")
 		}
 	})
 	t.Run("reset by the peer", func(t *testing.T) {
-		c, s := tcpPair(t)
-		_ = c.(*net.TCPConn).SetLinger(0) // close with RST
+		c, s := loopback.Pair(t)
+		_ = c.SetLinger(0) // close with RST
 		_ = c.Close()
 		if !closedWithin(s, time.Second) {
 			t.Error("a connection its peer reset does not read as closed")

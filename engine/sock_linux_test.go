@@ -9,31 +9,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/loopback"
 )
 
 // socketPair returns both ends of a loopback TCP connection: the
 // client's, as an engine connection, and the engine's.
 func socketPair(t *testing.T) (*conn, *net.TCPConn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(); _ = s.Close() })
+	c, s := loopback.Pair(t)
 	ec := newConn(c)
 	if !ec.sock.Usable() {
 		t.Fatal("a TCP connection has no socket to work")
 	}
-	return ec, s.(*net.TCPConn)
+	return ec, s
 }
 
 // readable reports whether ec's socket has bytes to read now, without

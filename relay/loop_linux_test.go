@@ -12,35 +12,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/loopback"
 )
 
 // wait bounds every wait of these tests.
 const wait = 10 * time.Second
-
-// tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (a, b net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		accepted <- c
-	}()
-	a, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = <-accepted
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
 
 // startRelay runs a relay of n loops until the test ends; stop ends it
 // sooner and waits for Run to return, failing past wait.
@@ -79,8 +56,8 @@ func newHarness(t *testing.T, pending string) (*harness, *Relay) {
 	r, _ := startRelay(t, 1)
 	h := &harness{done: make(chan Result, 1)}
 	var relayEngine, relayClient net.Conn
-	h.engine, relayEngine = tcpPair(t)
-	h.client, relayClient = tcpPair(t)
+	h.engine, relayEngine = loopback.Pair(t)
+	h.client, relayClient = loopback.Pair(t)
 	err := r.Add(&Stream{Engine: relayEngine, Pending: []byte(pending), Client: relayClient,
 		OnData: func(p []byte) { h.mu.Lock(); h.data = append(h.data, p...); h.mu.Unlock() },
 		Done:   func(res Result) { h.done <- res }})
@@ -218,8 +195,8 @@ func TestRelayShutdown(t *testing.T) {
 	r, stop := startRelay(t, 2)
 	done := make(chan Result, 3)
 	for range 3 {
-		_, e := tcpPair(t)
-		_, c := tcpPair(t)
+		_, e := loopback.Pair(t)
+		_, c := loopback.Pair(t)
 		if err := r.Add(&Stream{Engine: e, Client: c, OnData: func([]byte) {}, Done: func(res Result) { done <- res }}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,8 +210,8 @@ func TestRelayShutdown(t *testing.T) {
 			t.Errorf("result = %+v, want ErrShutdown", res)
 		}
 	}
-	_, e := tcpPair(t)
-	_, c := tcpPair(t)
+	_, e := loopback.Pair(t)
+	_, c := loopback.Pair(t)
 	if err := r.Add(&Stream{Engine: e, Client: c, Done: func(Result) { t.Error("Done called for a stream never added") }}); !errors.Is(err, ErrShutdown) {
 		t.Errorf("Add after the shutdown: %v, want ErrShutdown", err)
 	}
@@ -252,9 +229,9 @@ func TestAddNeedsSockets(t *testing.T) {
 		t.Errorf("Add of a net.Pipe: %v, want ErrUnsupported", err)
 	}
 	// A blocking socket would block the loop's raw calls.
-	e, c := tcpPair(t)
+	e, c := loopback.Pair(t)
 	setBlocking := func(on bool) {
-		rc, err := c.(syscall.Conn).SyscallConn()
+		rc, err := c.SyscallConn()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,8 +279,8 @@ func TestRelayPanics(t *testing.T) {
 	r, _ := startRelay(t, 1)
 
 	// OnData panics: Done tells the stream was cut.
-	_, e := tcpPair(t)
-	_, c := tcpPair(t)
+	_, e := loopback.Pair(t)
+	_, c := loopback.Pair(t)
 	done := make(chan Result, 1)
 	if err := r.Add(&Stream{Engine: e, Client: c, Pending: []byte("1\r\nx\r\n"),
 		OnData: func([]byte) { panic("counter bug") }, Done: func(res Result) { done <- res }}); err != nil {
@@ -319,8 +296,8 @@ func TestRelayPanics(t *testing.T) {
 	}
 
 	// Done panics: the sockets are closed for it.
-	engineEnd, e := tcpPair(t)
-	clientEnd, c := tcpPair(t)
+	engineEnd, e := loopback.Pair(t)
+	clientEnd, c := loopback.Pair(t)
 	if err := r.Add(&Stream{Engine: e, Client: c, Pending: []byte("0\r\n\r\n"), OnData: func([]byte) {},
 		Done: func(Result) { panic("log bug") }}); err != nil {
 		t.Fatal(err)
@@ -335,8 +312,8 @@ func TestRelayPanics(t *testing.T) {
 	// The loop goes on.
 	h := &harness{done: make(chan Result, 1)}
 	var re, rc net.Conn
-	h.engine, re = tcpPair(t)
-	h.client, rc = tcpPair(t)
+	h.engine, re = loopback.Pair(t)
+	h.client, rc = loopback.Pair(t)
 	if err := r.Add(&Stream{Engine: re, Client: rc, Pending: []byte("1\r\ny\r\n0\r\n\r\n"), OnData: func([]byte) {},
 		Done: func(res Result) { h.done <- res }}); err != nil {
 		t.Fatal(err)

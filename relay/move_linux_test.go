@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/internal/epollinfo"
+	"github.com/slotgate/slotgate/internal/loopback"
 	"github.com/slotgate/slotgate/internal/rawio"
 )
 
@@ -49,8 +50,8 @@ func (m *testMover) MoveIn(fd int) (net.Conn, error) {
 // back work: the client's next request and the engine's next answer pass.
 func TestStreamMovedOut(t *testing.T) {
 	r, _ := startRelay(t, 1)
-	engine, relayEngine := tcpPair(t)
-	client, relayClient := tcpPair(t)
+	engine, relayEngine := loopback.Pair(t)
+	client, relayClient := loopback.Pair(t)
 	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
 	done := make(chan [2]int, 1) // the Movers' MoveIn counts when Done came
 	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
@@ -107,8 +108,8 @@ func TestStreamMovedOut(t *testing.T) {
 // fails Add, and the engine's, moved already, is back and working.
 func TestStreamNotMovedWhenAMoverFails(t *testing.T) {
 	r, _ := startRelay(t, 1)
-	engine, relayEngine := tcpPair(t)
-	_, relayClient := tcpPair(t)
+	engine, relayEngine := loopback.Pair(t)
+	_, relayClient := loopback.Pair(t)
 	em := &testMover{c: relayEngine}
 	cm := &testMover{c: relayClient, fail: errors.New("no descriptor left")}
 	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,

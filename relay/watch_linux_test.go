@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/loopback"
 )
 
 // TestWatch: a watched socket fires once its peer hangs up, whether
@@ -35,7 +37,7 @@ func TestWatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := tcpPair(t)
+			a, b := loopback.Pair(t)
 			if tc.before != nil {
 				tc.before(t, a)
 			}
@@ -88,7 +90,7 @@ func TestWatch(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	_, b := tcpPair(t)
+	_, b := loopback.Pair(t)
 	stop()
 	if _, err := r.Watch(b, func() {}); !errors.Is(err, ErrShutdown) {
 		t.Fatalf("Watch on a stopped relay: %v, want ErrShutdown", err)

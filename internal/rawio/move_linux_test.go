@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/internal/epollinfo"
+	"github.com/slotgate/slotgate/internal/loopback"
 )
 
 // TestMoveOutIn: a socket moved out is no longer in any epoll set of the
@@ -17,7 +18,7 @@ import (
 // bytes move through the descriptor MoveOut returned, and MoveIn gives
 // a connection that works it again, watched by the netpoller again.
 func TestMoveOutIn(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b := loopback.Pair(t)
 	sock := fdOf(t, a)
 	fd, err := dupCloexec(sock) // to find the socket's file after a closes
 	if err != nil {
@@ -83,7 +84,7 @@ func TestMoveFailures(t *testing.T) {
 	if _, err := MoveOut(p); !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("MoveOut of a pipe = %v, want ErrUnsupported", err)
 	}
-	a, _ := tcpPair(t)
+	a, _ := loopback.Pair(t)
 	_ = a.Close()
 	if _, err := MoveOut(a); err == nil {
 		t.Error("MoveOut of a closed connection succeeded")

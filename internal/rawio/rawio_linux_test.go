@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/loopback"
 )
 
 // TestRawCalls: the raw read, write and epoll wait behave as the
@@ -13,7 +15,7 @@ import (
 // nothing to read, the bytes written read back, and the set reporting the
 // socket readable, then nothing once drained (edge-triggered).
 func TestRawCalls(t *testing.T) {
-	a, b := tcpPair(t)
+	a, b := loopback.Pair(t)
 	afd, bfd := fdOf(t, a), fdOf(t, b)
 	buf := make([]byte, 64)
 	if n, err := Read(bfd, buf); !errors.Is(err, syscall.EAGAIN) || n != 0 {
@@ -63,25 +65,6 @@ func TestRawCalls(t *testing.T) {
 	if n, err := EpollWait(epfd, nil); n != 0 || err != nil {
 		t.Fatalf("epoll into no room = %d, %v", n, err)
 	}
-}
-
-func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a.(*net.TCPConn), b.(*net.TCPConn)
 }
 
 // fdOf returns c's descriptor, non-blocking as Go's net package opens it.

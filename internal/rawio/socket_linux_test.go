@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/loopback"
 )
 
 // TestSocket: a Socket reads and writes as the connection's own Read and
@@ -17,7 +19,7 @@ import (
 // net/http and the engine client cannot tell them apart.
 func TestSocket(t *testing.T) {
 	t.Run("round trip, both ways at once", func(t *testing.T) {
-		a, b := tcpPair(t)
+		a, b := loopback.Pair(t)
 		s := NewSocket(a)
 		big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB: the socket fills, Write waits
 		var wg sync.WaitGroup
@@ -58,7 +60,7 @@ func TestSocket(t *testing.T) {
 	})
 
 	t.Run("the peer's close", func(t *testing.T) {
-		a, b := tcpPair(t)
+		a, b := loopback.Pair(t)
 		_ = b.Close()
 		if n, err := NewSocket(a).Read(make([]byte, 8)); n != 0 || err != io.EOF {
 			t.Errorf("Read = %d, %v; want 0, io.EOF", n, err)
@@ -66,7 +68,7 @@ func TestSocket(t *testing.T) {
 	})
 
 	t.Run("a deadline", func(t *testing.T) {
-		a, _ := tcpPair(t)
+		a, _ := loopback.Pair(t)
 		_ = a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 		_, err := NewSocket(a).Read(make([]byte, 8))
 		var oe *net.OpError
@@ -76,7 +78,7 @@ func TestSocket(t *testing.T) {
 	})
 
 	t.Run("a reset", func(t *testing.T) {
-		a, b := tcpPair(t)
+		a, b := loopback.Pair(t)
 		_ = b.SetLinger(0)
 		_ = b.Close()
 		_, err := NewSocket(a).Read(make([]byte, 8))
@@ -91,7 +93,7 @@ func TestSocket(t *testing.T) {
 	})
 
 	t.Run("closed here", func(t *testing.T) {
-		a, _ := tcpPair(t)
+		a, _ := loopback.Pair(t)
 		s := NewSocket(a)
 		_ = a.Close()
 		if _, err := s.Read(make([]byte, 8)); !errors.Is(err, net.ErrClosed) {
