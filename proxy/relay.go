@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"net"
 	"net/http"
@@ -92,7 +93,6 @@ func (ex *exchange) handOff(resp *http.Response) error {
 	rs := &relayed{ex: ex, d: d, conn: conn, ahead: ahead, keep: keep}
 	if ex.Counting() {
 		rs.count = newTokenCount(ex)
-		rs.count.gone = rs.gone
 	}
 	ex.relayed = true
 	rs.stream = relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done}
@@ -110,6 +110,10 @@ func (ex *exchange) handOff(resp *http.Response) error {
 	}
 	return errRelayed
 }
+
+// errClientLeftRelay stands for a relay's ClientGone that came without
+// its error.
+var errClientLeftRelay = errors.New("proxy: the client left its relayed stream")
 
 // clientLeftRelay settles an exchange whose client left as its answer was
 // handed to the relay.
@@ -160,13 +164,10 @@ type relayed struct {
 	keep  bool
 	count tokenCount // counter nil: not counted
 	body  int64      // the body's bytes, unframed
-	left  bool       // the client left
 	// stream is what the relay carries: kept here rather than allocated
 	// beside, one object less a stream.
 	stream relay.Stream
 }
-
-func (rs *relayed) gone() bool { return rs.left }
 
 func (rs *relayed) data(p []byte) {
 	rs.body += int64(len(p))
@@ -179,7 +180,12 @@ func (rs *relayed) data(p []byte) {
 // the relay's loop, once the answer ended, was cut, or its client left.
 func (rs *relayed) done(res relay.Result) {
 	ex := rs.ex
-	rs.left = res.ClientGone
+	if res.ClientGone {
+		// The relay's write to the client failed, or it hung up: the
+		// exchange's write error, as on the ReverseProxy's path, which
+		// is how the token count learns that the client left.
+		ex.out.writeErr = cmp.Or(res.Err, errClientLeftRelay)
+	}
 	if rs.count.counter != nil {
 		rs.count.end(res.Ended)
 	} else if res.Ended {

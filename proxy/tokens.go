@@ -144,16 +144,14 @@ func (b *tokenBody) Read(p []byte) (int, error) {
 // generated tokens. One goroutine at a time uses it.
 type tokenCount struct {
 	counter   *estimate.StreamCounter
-	ex        *gate.Exchange
-	owner     *exchange        // ex's: its clientGone says the client left
-	gone      func() bool      // says it instead, when set (a relayed stream)
+	ex        *exchange        // its clientGone says whether the client left
 	watch     *firstTokenWatch // the first-token watchdog; nil: not watched
 	generated int
 	first     bool
 }
 
 func newTokenCount(ex *exchange) tokenCount {
-	return tokenCount{counter: ex.p.counters.stream(), ex: &ex.Exchange, owner: ex}
+	return tokenCount{counter: ex.p.counters.stream(), ex: ex}
 }
 
 // counters keeps the token counters of requests that ended, for the next
@@ -196,21 +194,13 @@ func (b *tokenCount) end(whole bool) {
 	}
 	_ = b.counter.Close()
 	b.update()
-	if !b.clientGone() && (b.watch == nil || !b.watch.fired()) {
+	if !b.ex.clientGone() && (b.watch == nil || !b.watch.fired()) {
 		// The answer ended: its prefill has too. A read cut short by
 		// a departed client, or by the first-token watchdog, is not
 		// an end the engine has seen yet: Finish frees the waiting
 		// place with the slot, after the abort grace.
 		b.ex.Prefilled()
 	}
-}
-
-// clientGone reports whether the client left.
-func (b *tokenCount) clientGone() bool {
-	if b.gone != nil {
-		return b.gone()
-	}
-	return b.owner.clientGone()
 }
 
 // update tells the exchange what changed since the last call.
