@@ -376,8 +376,18 @@ func (l *loop) watch(fd int, st *stream, events uint32) error {
 // thread's processor and its return: several futex calls, per event at
 // low load.
 func (l *loop) run(ctx context.Context) {
-	stop := context.AfterFunc(ctx, l.wake)
-	defer stop()
+	// The context's end wakes the loop, on a goroutine of its own, which
+	// the loop waits for: once run returns, nothing of it runs.
+	woken := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(woken)
+		l.wake()
+	})
+	defer func() {
+		if !stop() {
+			<-woken
+		}
+	}()
 	events := make([]syscall.EpollEvent, 256)
 	var ended []ending
 	for ctx.Err() == nil {
