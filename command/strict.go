@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"net"
 	"net/http"
@@ -66,8 +67,9 @@ type strictListener struct {
 	// none, which matters with thousands of queued requests.
 	bufs    *sync.Pool
 	early   earlyAnswerer // nil: every request goes to net/http
-	idle    time.Duration
-	stopped *atomic.Bool // stopEarly
+	idle    time.Duration // net/http's wait for a kept connection's next request
+	header  time.Duration // net/http's header timeout
+	stopped *atomic.Bool  // stopEarly
 }
 
 // newStrictListener frames the connections that srv serves from ln. With
@@ -80,7 +82,10 @@ func newStrictListener(ln net.Listener, srv *http.Server, early earlyAnswerer) s
 		bufs:    &sync.Pool{New: func() any { b := make([]byte, 0, inBufSize); return &b }},
 		stopped: new(atomic.Bool)}
 	if early != nil {
-		l.early, l.idle = early, srv.IdleTimeout
+		// net/http waits as long for a kept connection's next request
+		// as for a whole request when it has no idle timeout, and as
+		// long for a head when it has no header timeout.
+		l.early, l.idle, l.header = early, cmp.Or(srv.IdleTimeout, srv.ReadTimeout), cmp.Or(srv.ReadHeaderTimeout, srv.ReadTimeout)
 		srv.ConnState = countAnswers(srv.ConnState)
 	}
 	return l
@@ -97,8 +102,9 @@ func (l strictListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	sc := &strictConn{Conn: c, sock: rawio.NewSocket(c), maxHead: l.maxHead, bufs: l.bufs,
-		earlyState: earlyState{early: l.early, idle: l.idle, stopped: l.stopped}}
+		earlyState: earlyState{early: l.early, idle: l.idle, headerTimeout: l.header, stopped: l.stopped}}
 	sc.client.c = sc
+	sc.headerRead.Store(true) // net/http's first read of it
 	return sc, nil
 }
 
@@ -117,11 +123,16 @@ const (
 	stPass                   // not HTTP/1.x framing: everything passes
 	stRefused                // a head refused: its stand-in given, the rest dropped
 	stDead                   // a body broken: every read fails
+	stLent                   // lent to the relay (lend): net/http's reads fail until it is back
 )
 
 // errRefused fails the reads of a refused connection: a *net.OpError of
 // "read", which net/http takes for a client gone and answers nothing.
 var errRefused = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("request refused by slotgate's strict framing")}
+
+// errLent fails net/http's reads of a connection lent to the relay, as
+// errRefused does: net/http then closes it without a word (lend).
+var errLent = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection lent to the stream relay")}
 
 var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 
@@ -205,6 +216,8 @@ func (c *strictConn) Read(p []byte) (int, error) {
 		switch st {
 		case stDead:
 			return 0, errRefused
+		case stLent:
+			return 0, errLent
 		case stRefused:
 			return 0, c.drain()
 		case stPass, stUpgrade, stBody, stChunkData:
@@ -213,7 +226,7 @@ func (c *strictConn) Read(p []byte) (int, error) {
 			}
 		}
 		c.frame()
-		if st := c.stage(); c.ready > 0 || st == stDead || st == stRefused {
+		if st := c.stage(); c.ready > 0 || st == stDead || st == stRefused || st == stLent {
 			continue
 		}
 		if err := c.fill(p); err != nil {
@@ -297,7 +310,7 @@ func (c *strictConn) frame() {
 				return
 			}
 			c.bodyDone(st)
-		case stDead, stRefused:
+		case stDead, stRefused, stLent:
 			return
 		default:
 			if !c.line(st) {
@@ -636,5 +649,6 @@ func (c *strictConn) MoveIn(fd int) (net.Conn, error) {
 		return nil, err
 	}
 	c.Conn, c.sock = nc, rawio.NewSocket(nc)
+	c.idleUntil.Store(0) // the new connection has no deadline yet
 	return c, nil
 }

@@ -28,15 +28,17 @@ import (
 // answer on a connection kept alive). Between requests net/http waits
 // for the next one in a read of this connection, with its idle deadline
 // set; the early answers are written in that read, which goes on to the
-// next request. The first request of a connection always goes to
-// net/http: its read is net/http's header read, under the header
-// deadline, not the idle one. A connection that leaves net/http (a
-// relayed stream, a parked request) may be served back under another
-// connection value (proxy.Resume): net/http's answers are counted
-// through the wrapper, and the relay tells of the answers it wrote
-// (AnsweredOutside); the first head after the relay goes to net/http,
-// whose first read of a connection served again is its header read.
-// Only a head that came whole, with its whole body, is held: a partial
+// next request. A connection's first request is offered too, in
+// net/http's first read, its header read (headerRead): an early answer
+// there sets the idle deadline for the wait that follows, and a head
+// that then comes is given the header deadline again as it goes to
+// net/http (give), as net/http gives it after an idle wait. A connection
+// that leaves net/http (a relayed stream, a parked request) may be
+// served back under another connection value (proxy.Resume): net/http's
+// answers are counted through the wrapper, and the relay tells of the
+// answers it wrote (AnsweredOutside), after which net/http's read is a
+// header read again. A stream the front end serves leaves net/http the
+// same way (lend). Only a head that came whole, with its whole body, is held: a partial
 // head goes to net/http as before, its request line first, so that
 // net/http's header deadline runs for it. A request the client sends
 // while net/http still watches the connection (its background read, as
@@ -60,26 +62,42 @@ type earlyState struct {
 	// goroutine).
 	given    int64
 	answered atomic.Int64
-	// resumed is set by AnsweredOutside until the next head goes to
-	// net/http: the server serves the connection again as if just
-	// accepted, so its next read is a header read, under the header
-	// deadline, not its idle wait.
-	resumed atomic.Bool
+	// headerRead says net/http's read is its header read, under its
+	// header deadline, not its idle wait: its first read of a connection
+	// just accepted, or served again once the relay gave it back
+	// (AnsweredOutside), until the next head goes to net/http (give).
+	headerRead atomic.Bool
+	// headerTimeout is the server's, which give sets again for a head
+	// that comes after early answers in a header read.
+	headerTimeout time.Duration
 	// idleUntil is the read deadline (Unix nanoseconds) an early answer
 	// last set; 0 once anyone else set one (SetReadDeadline).
 	idleUntil atomic.Int64
 	// handed goes with the request given to net/http last, until its
 	// handler takes it (TakeHanded) or the connection closes.
 	handed atomic.Pointer[proxy.Handed]
+	// lent is the stream the front end served, whose head went out, for
+	// the relay to carry once net/http closed the connection (Close).
+	lent atomic.Pointer[proxy.LentStream]
 	// client is the connection's client as its early requests see it,
 	// with their watch.
 	client earlyClient
 }
 
-// give counts a head that went to net/http.
+// give counts a head that went to net/http. A head that comes in a
+// header read after an early answer renewed the idle deadline gets the
+// header deadline net/http set when its read began, from now: net/http
+// sets it itself after an idle wait, but not again in the read it began.
 func (c *strictConn) give() {
 	c.given++
-	c.resumed.Store(false)
+	if c.headerRead.Swap(false) && c.idleUntil.Load() != 0 {
+		c.idleUntil.Store(0)
+		var d time.Time
+		if c.headerTimeout > 0 {
+			d = time.Now().Add(c.headerTimeout)
+		}
+		_ = c.Conn.SetReadDeadline(d)
+	}
 }
 
 // countAnswers wraps a server's ConnState hook, next, to count the
@@ -117,8 +135,13 @@ func strictUnder(c net.Conn) *strictConn {
 // net/http: a relayed stream's, which the proxy tells before it serves
 // the connection again.
 func (c *strictConn) AnsweredOutside() {
-	c.resumed.Store(true)
+	c.headerRead.Store(true)
 	c.answered.Add(1)
+	c.mu.Lock()
+	if c.st == stLent {
+		c.st = stHead // the relay carried the stream lent to it
+	}
+	c.mu.Unlock()
 }
 
 // SetReadDeadline sets the socket's read deadline, which an early answer
@@ -137,12 +160,11 @@ func (c *strictConn) SetDeadline(t time.Time) error {
 // mayHold reports whether the request line just framed, n bytes without
 // its CRLF, may be held with its head for an early answer: nothing is
 // waiting to go to net/http before it, net/http has answered every
-// request it was given (one at least) and waits for the next in its idle
-// read (not its first read of a resumed connection), the server is not
-// shutting down, and the whole head is here.
+// request it was given and waits for the next (in its header read or its
+// idle one), the server is not shutting down, and the whole head is here.
 func (c *strictConn) mayHold(n int) bool {
-	return c.early != nil && c.ready == c.scan-n-2 && c.given > 0 && c.given == c.answered.Load() &&
-		!c.resumed.Load() && !c.stopped.Load() && bytes.Contains(c.in[c.scan-2:], []byte("\r\n\r\n"))
+	return c.early != nil && c.ready == c.scan-n-2 && c.given == c.answered.Load() &&
+		!c.stopped.Load() && bytes.Contains(c.in[c.scan-2:], []byte("\r\n\r\n"))
 }
 
 // watched reports whether net/http holds the whole of the one request
@@ -209,8 +231,23 @@ func (c *strictConn) answerEarly() bool {
 	if len(c.in) == 0 {
 		c.freeIn()
 	}
+	if e.Lent != nil {
+		c.lend(e.Lent)
+		return true
+	}
 	c.keepIdle()
 	return true
+}
+
+// lend lets net/http go of the connection for the relay to carry a
+// stream the front end served on it: net/http's reads fail as a client
+// gone's (stLent), which it answers with nothing, and its Close starts the
+// stream in place of closing. The stream counts as a head given to
+// net/http, which the relay's AnsweredOutside counts answered.
+func (c *strictConn) lend(s *proxy.LentStream) {
+	c.given++
+	c.lent.Store(s)
+	c.setStage(stLent)
 }
 
 // TakeHanded gives the handler of the request net/http read last the
@@ -218,8 +255,13 @@ func (c *strictConn) answerEarly() bool {
 func (c *strictConn) TakeHanded() *proxy.Handed { return c.handed.Swap(nil) }
 
 // Close closes the connection; an exchange handed on with a request
-// that net/http never served ends here.
+// that net/http never served ends here. net/http's Close of a lent
+// connection gives it to the relay instead (lend).
 func (c *strictConn) Close() error {
+	if s := c.lent.Swap(nil); s != nil {
+		s.Start()
+		return nil
+	}
 	if hd := c.handed.Swap(nil); hd != nil {
 		hd.Abandon()
 	}
@@ -234,6 +276,12 @@ func (c *strictConn) Close() error {
 // the timeout.
 func (c *strictConn) keepIdle() {
 	if c.idle <= 0 {
+		if c.headerRead.Load() && c.idleUntil.Load() == 0 {
+			// net/http's idle wait would have no deadline, unlike
+			// the header read the answer was written in.
+			_ = c.Conn.SetReadDeadline(time.Time{})
+			c.idleUntil.Store(-1)
+		}
 		return
 	}
 	now := time.Now()

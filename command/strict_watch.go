@@ -42,6 +42,10 @@ func (e *earlyClient) Write(p []byte) (int, error) { return e.c.write(p) }
 
 func (e *earlyClient) RemoteAddr() net.Addr { return e.c.Conn.RemoteAddr() }
 
+// Conn is the connection the relay carries a stream the front end served
+// on (proxy.LendingClient), once net/http let go of it (strictConn.lend).
+func (e *earlyClient) Conn() net.Conn { return e.c }
+
 // Watch arms the timer that starts the request's watch (fire) after the
 // given time: the engine's fast answers end before it and never pay for
 // a watch.
@@ -121,4 +125,4 @@ func (c *strictConn) restoreIdle() {
 	c.keepIdle()
 }
 
-var _ proxy.EarlyClient = (*earlyClient)(nil)
+var _ proxy.LendingClient = (*earlyClient)(nil)

@@ -61,4 +61,8 @@
 //     goes on from (or Abandon ends), never from the start. What it writes
 //     is what net/http and the plain path would write but the Date; the
 //     engine reads what it would read from the plain path (both fuzzed).
+//   - A stream the front end serves (Early.Lent) has its head written
+//     as handOff writes it, and the relay carries its body only once
+//     net/http let go of the connection (LentStream.Start, from the
+//     listener's Close): from then on it is a relayed stream as any.
 package proxy

@@ -134,6 +134,7 @@ type earlyHead struct {
 	target        []byte // the request target: path and query
 	requestID     []byte // the first X-Request-Id, trimmed; empty if none
 	contentLength int64
+	te            bool // a TE field came (it may ask for trailers)
 }
 
 // parseEarlyHead reads a whole request head, request line to the empty
@@ -192,6 +193,8 @@ func parseEarlyHead(head []byte) (earlyHead, bool) {
 			if !httpsyntax.ListOf(value, "keep-alive") {
 				return h, false
 			}
+		case httpsyntax.EqualFold(name, "te"):
+			h.te = true
 		case httpsyntax.EqualFold(name, "content-type"):
 			if len(value) >= 16 && httpsyntax.EqualFold(value[:16], "application/grpc") {
 				return h, false

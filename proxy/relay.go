@@ -90,25 +90,41 @@ func (ex *exchange) handOff(resp *http.Response) error {
 	ex.out.ResponseWriter = nil
 	ex.slim()
 	conn, ahead := unwrapAhead(conn, readAheadOf(brw.Reader))
+	_ = newRelayed(ex, d, conn, ahead, keep).add() // a failure ends with the handler (ex.relayed unset)
+	return errRelayed
+}
+
+// newRelayed makes the stream that carries the body of ex's answer, d,
+// to the client's connection, whose head went out; ahead is what was read
+// of the client's next request.
+func newRelayed(ex *exchange, d *engine.Detached, conn net.Conn, ahead []byte, keep bool) *relayed {
 	rs := &relayed{ex: ex, d: d, conn: conn, ahead: ahead, keep: keep}
 	if ex.Counting() {
 		rs.count = newTokenCount(ex)
 	}
-	ex.relayed = true
 	rs.stream = relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done}
 	if m, ok := conn.(relay.Mover); ok {
 		rs.stream.EngineMover, rs.stream.ClientMover = d, m // the sockets leave Go's netpoller for the stream
 	}
-	err = ex.p.relay.Loops.Add(&rs.stream)
-	d.Buffered = nil // the stream's now
+	return rs
+}
+
+// add gives the stream to the relay, which ends the exchange from then on
+// (ex.relayed). When the relay refuses it, both connections are closed,
+// the exchange has failed, and the caller ends it.
+func (rs *relayed) add() error {
+	ex := rs.ex
+	ex.relayed = true
+	err := ex.p.relay.Loops.Add(&rs.stream)
+	rs.d.Buffered = nil // the stream's now
 	if err != nil {
 		ex.relayed = false
-		d.Done(false)
-		_ = conn.Close()
+		rs.d.Done(false)
+		_ = rs.conn.Close()
 		ex.Fail(gate.EngineError)
 		ex.p.log.Warn("relay refused a stream", zap.String("request_id", ex.ID), zap.Error(err))
 	}
-	return errRelayed
+	return err
 }
 
 // errClientLeftRelay stands for a relay's ClientGone that came without
@@ -167,6 +183,9 @@ type relayed struct {
 	// stream is what the relay carries: kept here rather than allocated
 	// beside, one object less a stream.
 	stream relay.Stream
+	// lent starts a stream the front end served (earlystream.go), once
+	// net/http let go of its connection.
+	lent LentStream
 }
 
 func (rs *relayed) data(p []byte) {

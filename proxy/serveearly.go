@@ -17,8 +17,9 @@ import (
 // HTTP/1.1 request whole (head and body) while net/http owes its
 // connection no answer (command/strict_early.go), and offers it to
 // AnswerEarly before net/http reads it. The common request (a plain POST
-// or GET that the gate admits or refuses at once, that does not ask for a
-// stream) is then served from its raw bytes: the engine gets it through
+// or GET that the gate admits or refuses at once) is then served from
+// its raw bytes (a stream too, which the relay then carries:
+// earlystream.go): the engine gets it through
 // the engine client's hand-written path (SendRaw) and the client gets the
 // engine's common answer (a final status, a stated length of at most
 // 64 KiB, plain fields) in one write, with no *http.Request, header map,
@@ -31,8 +32,8 @@ import (
 // sent none), the load report, the token counts, the access-log line.
 //
 // What the front end does not take goes to net/http as before; an answer
-// it does not write itself (a stream, a chunked or long body, a field it
-// would have to clean up) or an engine failure is handed on: the request
+// it does not write itself (a stream it does not lend, a chunked or long
+// body, a field it would have to clean up) or an engine failure is handed on: the request
 // goes to net/http with its exchange (Handed), whose handler finishes it
 // from the engine's answer or error on the usual path, without sending it
 // again. While the engine works, the client is watched for a hang-up once
@@ -73,6 +74,12 @@ type Early struct {
 	// Handed, when set, is the request's exchange, to go with the request
 	// to net/http: the listener gives it to the handler (TakeHanded).
 	Handed *Handed
+	// Lent, when set (with Answered), is a stream whose head went out on
+	// the client's connection (a LendingClient's), for the relay to carry
+	// once net/http let go of the connection: the listener fails
+	// net/http's reads as a client gone's, and at net/http's Close starts
+	// the stream in place of closing (earlystream.go).
+	Lent *LentStream
 }
 
 // watchAfter is how long an early request's engine may take before its
@@ -130,8 +137,8 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 		return p.writeEarly(c, buf, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), *buf))
 	}
 	est := ex.heldPrompt(body)
-	if est.Stream {
-		return p.handOn(ex, h, c, &Handed{d: d}) // for the relay
+	if est.Stream && !p.streamsEarly(h, c) {
+		return p.handOn(ex, h, c, &Handed{d: d}) // for net/http's path to the relay
 	}
 	buf := p.early.take()
 	raw, replay, ok := p.appendEngineRequest(*buf, head, h, ex.ID, c.RemoteAddr())
@@ -150,7 +157,10 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 		ex.cut.Now()
 		return p.earlyGone(ex, resp, h, c)
 	}
-	if err != nil || !earlyAnswerable(resp) {
+	switch {
+	case err == nil && est.Stream && ex.relayableEarly(resp):
+		return p.relayEarly(ex, resp, h, c)
+	case err != nil || !earlyAnswerable(resp):
 		return p.handOn(ex, h, c, &Handed{d: d, sent: true, resp: resp, err: err})
 	}
 	return p.answerServed(ex, resp, h, c)
@@ -180,7 +190,7 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 	out := appendAnswerHead(*buf, resp, p.dates.at(time.Now()))
 	n := len(out)
 	out = slices.Grow(out, int(resp.ContentLength))[:n+int(resp.ContentLength)]
-	_, rerr := io.ReadFull(resp.Body, out[n:])
+	got, rerr := io.ReadFull(resp.Body, out[n:])
 	if rerr == nil {
 		if countable(resp) {
 			tc := newTokenCount(ex)
@@ -193,11 +203,16 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 	}
 	_ = resp.Body.Close()
 	if rerr != nil {
-		// The engine broke off its answer: no byte went out, so the
-		// client gets net/http's answer to that, a 502, with the
-		// connection closed (the plain path's copy would abort it).
+		// The engine broke off its answer: the plain path's copy aborts
+		// the client's connection then (net/http's buffer holds a short
+		// answer's head, which never goes out); the front end closes it
+		// too, having written nothing.
 		p.early.give(buf, out)
-		return p.handOn(ex, h, c, &Handed{sent: true, err: rerr})
+		p.errLog.Printf("proxy: read error during body copy: %v", rerr)
+		ex.Fail(gate.EngineError)
+		ex.out.status, ex.out.bytes = resp.StatusCode, int64(got)
+		p.endEarly(ex, h, c, false)
+		return Early{Answered: true, Gone: true}
 	}
 	ex.out.status, ex.FirstByte = resp.StatusCode, time.Now()
 	_, werr := c.Write(out)

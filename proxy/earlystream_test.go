@@ -1,0 +1,134 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotgate/slotgate/internal/loopback"
+	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/proxy"
+)
+
+// lendingClient is an early request's client on a real connection,
+// whose server end it lends to the relay (proxy.LendingClient). Its
+// watch never starts: the client stays.
+type lendingClient struct{ conn net.Conn }
+
+func (c lendingClient) Write(p []byte) (int, error)       { return c.conn.Write(p) }
+func (c lendingClient) RemoteAddr() net.Addr              { return c.conn.RemoteAddr() }
+func (c lendingClient) Watch(time.Duration, proxy.Cutter) {}
+func (c lendingClient) Unwatch() bool                     { return false }
+func (c lendingClient) Conn() net.Conn                    { return c.conn }
+
+// readStream reads a chunked answer, head and body, to its last chunk.
+func readStream(t *testing.T, br *bufio.Reader) []byte {
+	t.Helper()
+	var b []byte
+	for !bytes.HasSuffix(b, []byte("\r\n0\r\n\r\n")) {
+		line, err := br.ReadBytes('\n')
+		b = append(b, line...)
+		if err != nil {
+			t.Fatalf("read %q, then %v", b, err)
+		}
+	}
+	return b
+}
+
+// TestAnswerEarlyRelaysStreams sends a stream through a real net/http
+// server in front of the proxy, whose answer the relay carries, then
+// offers the same bytes to AnswerEarly with a connection it can lend:
+// the front end must send the request itself and lend the connection
+// for the relay (Early.Lent), the client must get the same bytes, head
+// and body, but for the Date, the engine the same request, and the
+// outcome and access-log line must be the same. The connection, given
+// back to the server once the stream ended, serves a next request.
+func TestAnswerEarlyRelaysStreams(t *testing.T) {
+	eng := sseEngine(5, time.Millisecond)
+	h := newRelayHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 2},
+		options: func(o *proxy.Options) {
+			o.LoadReport = &proxy.LoadReport{Key: "Endpoint-Load-Metrics", Value: func(http.Header) string { return "TEXT cpu=1" }}
+		}})
+	raw := relayRequest("X-Request-Id: same\r\n")
+	c, br := h.rawConn()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	served := readStream(t, br)
+	h.waitDone(1)
+	afterServed := h.obs.snapshot()
+
+	client, server := loopback.Pair(t)
+	head, body, _ := strings.Cut(raw, "\r\n\r\n")
+	e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), lendingClient{server})
+	if !e.Answered || e.Gone || e.Handed != nil || e.Lent == nil {
+		t.Fatalf("AnswerEarly: %+v, want a stream lent to the relay", e)
+	}
+	e.Lent.Start()
+	_ = client.SetDeadline(time.Now().Add(bound))
+	cbr := bufio.NewReader(client)
+	early := readStream(t, cbr)
+	norm := func(b []byte) string { return string(dateLine.ReplaceAll(b, []byte("Date: (date)\r\n"))) }
+	if got, want := norm(early), norm(served); got != want {
+		t.Errorf("early stream:\n%q\nnet/http's:\n%q", got, want)
+	}
+	s := h.waitDone(2)
+	if got, want := diff(s.done, afterServed.done), diff(afterServed.done, nil); !maps.Equal(got, want) {
+		t.Errorf("outcomes early %v, through net/http %v", got, want)
+	}
+	lines := h.accessLines()
+	if len(lines) != 2 {
+		t.Fatalf("%d access-log lines, want 2 (net/http's, the early one)", len(lines))
+	}
+	for _, k := range []string{"method", "path", "proto", "status", "outcome", "bytes_in", "bytes_out", "request_id"} {
+		if lines[0][k] != lines[1][k] {
+			t.Errorf("access log %s: %v early, %v through net/http", k, lines[1][k], lines[0][k])
+		}
+	}
+	// The relay gave the connection to the front server: it serves the
+	// next request.
+	if _, err := io.WriteString(client, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(cbr, nil)
+	if err != nil {
+		t.Fatalf("the next request on the lent connection: %v", err)
+	}
+	_ = resp.Body.Close()
+	h.waitStats("every slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+}
+
+// TestAnswerEarlyStreamsHandedOn: a stream the front end may not lend to
+// the relay goes to net/http with its exchange, not yet sent: its
+// client's connection cannot be lent, or the client sent a TE field
+// (which may ask for the load report's trailer, net/http's path alone).
+func TestAnswerEarlyStreamsHandedOn(t *testing.T) {
+	h := newRelayHarness(t, harnessConfig{engine: sseEngine(1, 0), limits: limiter.Options{Slots: 1},
+		options: func(o *proxy.Options) {
+			o.LoadReport = &proxy.LoadReport{Key: "Endpoint-Load-Metrics", Value: func(http.Header) string { return "x" }}
+		}})
+	_, server := loopback.Pair(t)
+	for _, tc := range []struct {
+		name, raw string
+		c         proxy.EarlyClient
+	}{
+		{"no connection to lend", relayRequest(""), newRawClient()},
+		{"a TE field", relayRequest("TE: trailers\r\n"), lendingClient{server}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			head, body, _ := strings.Cut(tc.raw, "\r\n\r\n")
+			e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), tc.c)
+			if e.Answered || e.Lent != nil || e.Handed == nil {
+				t.Fatalf("AnswerEarly: %+v, want it handed on", e)
+			}
+			e.Handed.Abandon()
+			h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+		})
+	}
+}
