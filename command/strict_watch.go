@@ -77,9 +77,11 @@ func (e *earlyClient) fire() {
 	done := make(chan struct{})
 	e.state, e.done = watching, done
 	cut := e.cut
+	// Lifted under the lock: Unwatch sets its deadline in the past under
+	// it too, so that one always comes after this and cuts the read.
+	_ = e.c.SetReadDeadline(time.Time{})
 	e.mu.Unlock()
 	defer close(done)
-	_ = e.c.SetReadDeadline(time.Time{})
 	var buf [512]byte
 	n, err := e.c.Conn.Read(buf[:])
 	e.got = append(e.got, buf[:n]...)
@@ -98,6 +100,11 @@ func (e *earlyClient) Unwatch() bool {
 	started := e.state == watching
 	e.state = watchOver
 	done := e.done
+	if started {
+		// After the watch lifted the deadline (fire, under the lock):
+		// its read ends now.
+		_ = e.c.Conn.SetReadDeadline(time.Unix(1, 0))
+	}
 	e.mu.Unlock()
 	if e.timer != nil {
 		e.timer.Stop() // a fire too late to stop finds watchOver
@@ -105,7 +112,6 @@ func (e *earlyClient) Unwatch() bool {
 	if !started {
 		return false
 	}
-	_ = e.c.Conn.SetReadDeadline(time.Unix(1, 0))
 	<-done
 	c := e.c
 	c.in = append(c.in, e.got...)

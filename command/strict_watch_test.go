@@ -2,6 +2,7 @@ package command
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,4 +123,47 @@ func TestEarlyClientWatch(t *testing.T) {
 			t.Errorf("cuts: first %d, second %d; want the second's only", first.n.Load(), second.n.Load())
 		}
 	})
+	t.Run("unwatched as the watch starts", func(t *testing.T) {
+		// The watch lifts the read deadline as it starts; an Unwatch
+		// that came just before must still cut its read, not wait for a
+		// read with no deadline (the client's next bytes, or its leaving).
+		client, server := net.Pipe()
+		defer client.Close()
+		slow := &slowLift{Conn: server, entered: make(chan struct{}), lift: make(chan struct{})}
+		ec := &earlyClient{c: &strictConn{Conn: slow}}
+		var cut cutCount
+		ec.Watch(time.Millisecond, &cut)
+		<-slow.entered // the watch is starting, its deadline not yet lifted
+		unwatched := make(chan bool, 1)
+		go func() { unwatched <- ec.Unwatch() }()
+		time.Sleep(20 * time.Millisecond) // for Unwatch to get as far as it can
+		close(slow.lift)
+		select {
+		case gone := <-unwatched:
+			if gone || cut.n.Load() != 0 {
+				t.Errorf("Unwatch = %v, cut %d times; want the client still there", gone, cut.n.Load())
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Unwatch waited for a watch whose read had no deadline")
+		}
+	})
+}
+
+// slowLift is a connection whose read deadline, lifted the first time,
+// is lifted only once the test says so (lift), having told it the lift
+// began (entered).
+type slowLift struct {
+	net.Conn
+	entered, lift chan struct{}
+	once          sync.Once
+}
+
+func (c *slowLift) SetReadDeadline(t time.Time) error {
+	if t.IsZero() {
+		c.once.Do(func() {
+			close(c.entered)
+			<-c.lift
+		})
+	}
+	return c.Conn.SetReadDeadline(t)
 }
