@@ -526,11 +526,12 @@ func callDone(ended []ending) []ending {
 	return ended[:0]
 }
 
-// done gives moved sockets back (moveIn) and calls Done. A panic in Done
-// is the stream's, not the loop's: its sockets are closed (Done may not
-// have got to them), and the loop goes on with its other streams.
+// done gives moved sockets back (moveInUsed: the ones of use still) and
+// calls Done. A panic in Done is the stream's, not the loop's: its
+// sockets are closed (Done may not have got to them), and the loop goes
+// on with its other streams.
 func (st *stream) done(res Result) {
-	if st.moved && !st.moveIn() {
+	if st.moved && !st.moveInUsed(res) {
 		res.EngineReusable = false
 	}
 	defer func() {

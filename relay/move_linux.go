@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/slotgate/slotgate/internal/rawio"
 )
@@ -46,4 +47,33 @@ func (st *stream) moveIn() (engineBack bool) {
 		st.Client = client
 	}
 	return eerr == nil
+}
+
+// moveInUsed gives back, at the stream's end, the sockets that res leaves
+// of use: the engine's when reusable, the client's when the answer ended
+// (its connection may carry the next request). It closes the others
+// itself: a connection about to be closed need not come back into Go's
+// netpoller first (a duplicate, its registration, and a close through
+// it), and its owner keeps the closed stand-in it has. It reports whether
+// the engine's came back.
+func (st *stream) moveInUsed(res Result) (engineBack bool) {
+	if !st.moved {
+		return true
+	}
+	st.moved = false
+	engineBack = res.EngineReusable
+	if engineBack {
+		engine, err := st.EngineMover.MoveIn(st.efd)
+		if engineBack = err == nil; engineBack {
+			st.Engine = engine
+		}
+	} else {
+		_ = syscall.Close(st.efd)
+	}
+	if !res.Ended || res.ClientGone {
+		_ = syscall.Close(st.cfd)
+	} else if client, err := st.ClientMover.MoveIn(st.cfd); err == nil {
+		st.Client = client
+	}
+	return engineBack
 }

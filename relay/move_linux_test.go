@@ -104,6 +104,51 @@ func TestStreamMovedOut(t *testing.T) {
 	pass(engine, em.c, "answer")
 }
 
+// TestStreamCutClosesItsSockets: a stream that did not end (the engine
+// closed its side mid-answer) gives neither socket back into Go's
+// netpoller, neither connection being of use again: the relay closes both
+// itself before Done, which the client sees as the end of its
+// connection, and the connections keep their closed stand-ins.
+func TestStreamCutClosesItsSockets(t *testing.T) {
+	r, _ := startRelay(t, 1)
+	engine, relayEngine := loopback.Pair(t)
+	client, relayClient := loopback.Pair(t)
+	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
+	done := make(chan [2]int, 1)
+	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
+		OnData: func([]byte) {},
+		Done: func(res Result) {
+			if res.Ended || res.EngineReusable {
+				t.Errorf("Result = %+v, want a stream cut", res)
+			}
+			done <- [2]int{em.in, cm.in}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Write([]byte("5\r\nhel")); err != nil {
+		t.Fatal(err)
+	}
+	_ = engine.Close()
+	select {
+	case in := <-done:
+		if in != [2]int{0, 0} {
+			t.Fatalf("Done came with MoveIn counts %v, want neither socket moved back", in)
+		}
+	case <-time.After(wait):
+		t.Fatal("the stream did not end")
+	}
+	_ = client.SetReadDeadline(time.Now().Add(wait))
+	if got, err := io.ReadAll(client); err != nil {
+		t.Fatalf("the client's connection after the cut: read %q, %v; want it closed", got, err)
+	}
+	for _, c := range []net.Conn{em.c, cm.c} {
+		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("a connection not given back: Write = %v, want net.ErrClosed", err)
+		}
+	}
+}
+
 // TestStreamNotMovedWhenAMoverFails: a client socket that cannot be moved
 // fails Add, and the engine's, moved already, is back and working.
 func TestStreamNotMovedWhenAMoverFails(t *testing.T) {

@@ -29,8 +29,12 @@ type Stream struct {
 	Done func(Result)
 	// EngineMover and ClientMover, when both are set, lend the sockets to
 	// the relay for the stream's life, out of Go's netpoller (Mover); Done
-	// comes after both were given back. Unset, the relay works the
-	// connections' own descriptors, which Go's netpoller watches too.
+	// comes after the ones of use were given back: the engine's when
+	// Result.EngineReusable, the client's when Result.Ended and not
+	// ClientGone. The relay closes the others, whose connections keep the
+	// closed stand-ins they had while lent (closing them again does
+	// nothing). Unset, the relay works the connections' own descriptors,
+	// which Go's netpoller watches too.
 	EngineMover, ClientMover Mover
 }
 
