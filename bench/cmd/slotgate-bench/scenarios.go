@@ -110,7 +110,7 @@ func scenarios() []scenario {
 		q:       32,
 		metrics: []string{"reached engine", "engine max", "answered"},
 		measure: abandoned,
-	}, grpcScenario(), wrkScenario())
+	}, grpcScenario(), wrkScenario(), churnScenario())
 	return append(all, streamScaleScenarios()...)
 }
 
