@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,4 +132,96 @@ func TestAnswerEarlyStreamsHandedOn(t *testing.T) {
 			h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
 		})
 	}
+}
+
+// FuzzAnswerEarlyRelaysStreams: whatever fields the engine's event stream
+// comes with, when the front end lends the connection to the relay the
+// client gets the bytes, head and body, that net/http's path and the
+// relay give it, but the Date the front end adds when the engine sent
+// none. The engine here answers every request with the fuzzed fields
+// around a fixed event stream, on connections it keeps, and net/http's
+// path is asked on one kept connection too: a fuzzing run makes
+// thousands of streams, whose closed connections would otherwise use up
+// the loopback's ports.
+func FuzzAnswerEarlyRelaysStreams(f *testing.F) {
+	const body = "a\r\ndata: hi\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
+	var fields sync.Map      // "f": the engine's fields, each line ending in CRLF
+	var engineConns sync.Map // the engine's connections, closed when the test ends
+	u := rawEngine(f, func(c net.Conn) {
+		engineConns.Store(c, nil)
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			_ = c.SetDeadline(time.Now().Add(time.Minute))
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			v, _ := fields.Load("f")
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\n"+v.(string)+
+				"Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"+body); err != nil {
+				return
+			}
+		}
+	})
+	h := newRelayHarness(f, harnessConfig{engineURL: u, limits: limiter.Options{Slots: 1 << 16}})
+	f.Cleanup(func() {
+		engineConns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
+	})
+	f.Add("")
+	f.Add("X-Engine: a\r\nx-engine: b\r\nCache-Control: no-cache\r\n")
+	f.Add("Date: Mon, 01 Jan 2024 00:00:00 GMT\r\nServer: uvicorn\r\n")
+	f.Add("Keep-Alive: timeout=5\r\nConnection: keep-alive\r\nContent-Length: 9\r\n")
+	f.Add("X-Odd:  spaced  \r\nContent-Encoding: identity\r\n")
+	raw := relayRequest("")
+	head, reqBody, _ := strings.Cut(raw, "\r\n\r\n")
+	var kept struct { // net/http's path's connection, kept between inputs
+		c  net.Conn
+		br *bufio.Reader
+	}
+	f.Cleanup(func() {
+		if kept.c != nil {
+			_ = kept.c.Close()
+		}
+	})
+	viaServer := func(t *testing.T) []byte {
+		if kept.c == nil {
+			c, err := net.Dial("tcp", h.front.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept.c, kept.br = c, bufio.NewReader(c)
+		}
+		_ = kept.c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(kept.c, raw); err != nil {
+			t.Fatal(err)
+		}
+		got := readStream(t, kept.br)
+		if bytes.Contains(got, []byte("\r\nConnection: close\r\n")) {
+			_ = kept.c.Close()
+			kept.c = nil
+		}
+		return got
+	}
+	f.Fuzz(func(t *testing.T, engineFields string) {
+		fields.Store("f", engineFields)
+		client, server := loopback.Pair(t)
+		_ = client.SetLinger(0) // closed with a reset: no port left waiting
+		e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(reqBody), lendingClient{server})
+		if e.Handed != nil {
+			e.Handed.Abandon()
+		}
+		if e.Lent == nil {
+			return // not the front end's to relay
+		}
+		e.Lent.Start()
+		_ = client.SetDeadline(time.Now().Add(5 * time.Second))
+		early := readStream(t, bufio.NewReader(client))
+		served := viaServer(t)
+		norm := func(b []byte) string { return string(dateLine.ReplaceAll(b, []byte("Date: (date)\r\n"))) }
+		if got, want := norm(early), norm(served); got != want {
+			t.Fatalf("engine's fields %q:\nthe front end wrote\n%q\nnet/http and the relay\n%q", engineFields, got, want)
+		}
+	})
 }

@@ -20,7 +20,7 @@ import (
 // newRelayHarness is a harness whose proxy carries event streams on a
 // relay of its own (--stream-relay epoll), giving connections back to
 // the front server after each answer.
-func newRelayHarness(t *testing.T, cfg harnessConfig) *harness {
+func newRelayHarness(t testing.TB, cfg harnessConfig) *harness {
 	t.Helper()
 	var h *harness
 	rel := startRelay(t, func() *http.Server { return h.front.Config })
