@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -207,19 +208,38 @@ func TestEarlyAnswers(t *testing.T) {
 // after the idle timeout.
 func TestEarlyAnswersKeepTheHeaderDeadline(t *testing.T) {
 	const header = 500 * time.Millisecond
-	dial, closed, _ := earlyServerTimed(t, &pathRefuser{}, time.Minute, header)
-	c, br := dial()
-	wantSame(t, "answers", postEach(t, c, br, "/refuse-first"), []string{"529 /refuse-first"})
-	start := time.Now()
-	send(t, c, "POST /slow HTTP/1.1\r\nHost: x\r\n")
-	select {
-	case <-closed:
-		if waited := time.Since(start); waited < header {
-			t.Errorf("the connection was closed after %v, before the header timeout", waited)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a head that never ended kept its connection past the header timeout")
+	for _, idle := range []time.Duration{time.Minute, 0} { // 0: net/http waits for no idle connection
+		t.Run(fmt.Sprintf("idle timeout %v", idle), func(t *testing.T) {
+			dial, closed, _ := earlyServerTimed(t, &pathRefuser{}, idle, header)
+			c, br := dial()
+			wantSame(t, "answers", postEach(t, c, br, "/refuse-first"), []string{"529 /refuse-first"})
+			start := time.Now()
+			send(t, c, "POST /slow HTTP/1.1\r\nHost: x\r\n")
+			select {
+			case <-closed:
+				if waited := time.Since(start); waited < header {
+					t.Errorf("the connection was closed after %v, before the header timeout", waited)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("a head that never ended kept its connection past the header timeout")
+			}
+		})
 	}
+	t.Run("no idle timeout", func(t *testing.T) {
+		// The answer lifts the header deadline for the wait after it,
+		// as net/http waits for a kept connection's next request: for
+		// ever when it has no idle timeout.
+		dial, closed, _ := earlyServerTimed(t, &pathRefuser{}, 0, header)
+		c, br := dial()
+		wantSame(t, "answers", postEach(t, c, br, "/refuse-first"), []string{"529 /refuse-first"})
+		time.Sleep(2 * header) // idle past the header deadline of the read the answer was in
+		select {
+		case <-closed:
+			t.Fatal("an idle connection was closed by the header deadline")
+		default:
+		}
+		wantSame(t, "answers after a wait", postEach(t, c, br, "/refuse-later"), []string{"529 /refuse-later"})
+	})
 }
 
 // TestEarlyAnswersKeepOrder: requests pipelined behind one net/http

@@ -121,13 +121,13 @@ func (e *earlyClient) Unwatch() bool {
 }
 
 // restoreIdle sets net/http's idle deadline again after a watch lifted
-// it: the idle timeout from now, or none.
+// it (and Unwatch set one in the past): the idle timeout from now, or
+// none, as keepIdle sets it after an early answer.
 func (c *strictConn) restoreIdle() {
-	if c.idle <= 0 {
-		_ = c.SetReadDeadline(time.Time{})
-		return
-	}
 	c.idleUntil.Store(0)
+	if c.idle <= 0 {
+		_ = c.Conn.SetReadDeadline(time.Time{})
+	}
 	c.keepIdle()
 }
 
