@@ -44,8 +44,9 @@
 //     *http.Request (slim): the relay's Done ends it with what the
 //     exchange kept (its access-log fields, outcome and counts). When the
 //     client's connection can lend its socket (relay.Mover, the proxy
-//     port's), both sockets leave Go's netpoller for the stream and are
-//     back in their connections before Done.
+//     port's), both sockets leave Go's netpoller for the stream; the ones
+//     still of use are back in their connections before Done, and the
+//     relay has closed the others.
 //   - Passthrough paths (engine probes) take no slot and are not counted.
 //   - Refusals are mapped to answers in one function (answers.of), and
 //     engine failures in another (engineError).

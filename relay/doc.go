@@ -27,14 +27,17 @@
 // Invariants:
 //   - a stream's sockets are used by its loop only, from Add until its
 //     Done; nothing else reads or writes them meanwhile; moved sockets
-//     are in no epoll set but their loop's, and are back in their
-//     connections (in Go's netpoller) before Done, or those are closed;
+//     are in no epoll set but their loop's; before Done the ones still of
+//     use (the engine's when reusable, the client's when its answer
+//     ended) are back in their connections, in Go's netpoller, and the
+//     loop closed the others;
 //   - Go's netpoller sees a loop's set only through the gate, armed
 //     while the loop parks and disarmed once it wakes;
 //   - Done is called exactly once per stream Add accepted, on the loop's
 //     goroutine, after both sockets left the epoll set; it is given the
-//     sockets back, open, and decides what becomes of them (a Done that
-//     panics has them closed for it); Add that fails calls nothing;
+//     sockets back, open (a moved one the relay closed aside), and
+//     decides what becomes of them (a Done that panics has them closed
+//     for it); Add that fails calls nothing;
 //   - a loop's table and epoll set are its own: Add only queues a stream
 //     and wakes the loop, so a stream's start never waits for a batch of
 //     events, nor a batch for a start; the one exception is a watch's
