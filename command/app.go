@@ -99,7 +99,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		if a.relay, err = relay.New(0); err != nil {
 			return nil, err
 		}
-		popts.Relay = &proxy.Relay{Loops: a.relay, Resume: func(c net.Conn) { proxy.Resume(a.proxyServer, c) }}
+		popts.Relay = &proxy.Relay{Loops: a.relay, Resume: func(c net.Conn) { proxy.Resume(a.proxyServer, c) }, Idle: proxyIdleTimeout}
 	}
 	p, err := proxy.New(popts)
 	if err != nil {
@@ -223,6 +223,10 @@ func (a *app) ready() error {
 	return nil
 }
 
+// proxyIdleTimeout is how long the proxy port keeps an idle connection,
+// in net/http or parked in the relay after a stream.
+const proxyIdleTimeout = 5 * time.Minute
+
 // newProxyServer serves the proxy over HTTP/1.1 and cleartext HTTP/2. It
 // has a header timeout (--request-header-timeout) but no read or write
 // timeout: a stream may last as long as a generation does, and the body's
@@ -235,7 +239,7 @@ func newProxyServer(h http.Handler, headerTimeout time.Duration, log *zap.Logger
 		Handler:           h,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: headerTimeout,
-		IdleTimeout:       5 * time.Minute,
+		IdleTimeout:       proxyIdleTimeout,
 		MaxHeaderBytes:    1 << 20,
 		ConnContext:       proxy.ConnContext, // lets the proxy see a departed client at once
 		ErrorLog:          zap.NewStdLog(log.Named("proxy.server")),

@@ -259,7 +259,7 @@ func (c *strictConn) TakeHanded() *proxy.Handed { return c.handed.Swap(nil) }
 // connection gives it to the relay instead (lend).
 func (c *strictConn) Close() error {
 	if s := c.lent.Swap(nil); s != nil {
-		s.Start()
+		s.Start(len(c.in) == 0) // what is left is the client's next request
 		return nil
 	}
 	if hd := c.handed.Swap(nil); hd != nil {

@@ -65,5 +65,8 @@
 //   - A stream the front end serves (Early.Lent) has its head written
 //     as handOff writes it, and the relay carries its body only once
 //     net/http let go of the connection (LentStream.Start, from the
-//     listener's Close): from then on it is a relayed stream as any.
+//     listener's Close): from then on it is a relayed stream as any,
+//     but that its client, with nothing read past its request, is kept
+//     in the relay after the answer until its next request, which the
+//     relay hands to Relay.Resume (relay.Stream.Park).
 package proxy

@@ -25,8 +25,12 @@ import (
 // lends the connection to the relay: the listener makes net/http let go of
 // the connection (its reads fail as a client gone's, which net/http
 // answers with nothing), and in place of closing it, starts the stream
-// (LentStream.Start). The relay gives it back to the server as handOff's
-// streams are given back (Relay.Resume). An answer the relay would not
+// (LentStream.Start). The relay keeps the client's socket after the
+// answer, when nothing of the client's next request was read, until that
+// request comes (then Relay.Resume serves it, as handOff's connections
+// are served again) or the client hangs up (then the relay closes it):
+// a client that opens a connection for each stream, the burst's, leaves
+// without ever coming back to net/http. An answer the relay would not
 // carry is written by the front end or handed on, as a common request's.
 
 // LendingClient is an EarlyClient whose connection the relay may carry a
@@ -43,9 +47,16 @@ type LendingClient interface {
 type LentStream struct{ rs *relayed }
 
 // Start gives the stream to the relay, which ends it; one the relay
-// refuses ends here, its connections closed.
-func (l *LentStream) Start() {
+// refuses ends here, its connections closed. clear says the connection
+// holds nothing the client sent past the stream's request: the relay may
+// then keep the client's socket once the answer ended, until its next
+// request (relay.Stream.Park), which a client that hangs up after one
+// stream never sends.
+func (l *LentStream) Start(clear bool) {
 	rs := l.rs
+	if clear && rs.keep {
+		rs.stream.Park, rs.stream.ParkIdle = rs.ex.p.relay.Resume, rs.ex.p.relay.Idle
+	}
 	if rs.add() != nil {
 		rs.ex.p.end(rs.ex, false, time.Now())
 	}

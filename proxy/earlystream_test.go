@@ -71,7 +71,7 @@ func TestAnswerEarlyRelaysStreams(t *testing.T) {
 	if !e.Answered || e.Gone || e.Handed != nil || e.Lent == nil {
 		t.Fatalf("AnswerEarly: %+v, want a stream lent to the relay", e)
 	}
-	e.Lent.Start()
+	e.Lent.Start(true)
 	_ = client.SetDeadline(time.Now().Add(bound))
 	cbr := bufio.NewReader(client)
 	early := readStream(t, cbr)
@@ -215,7 +215,7 @@ func FuzzAnswerEarlyRelaysStreams(f *testing.F) {
 		if e.Lent == nil {
 			return // not the front end's to relay
 		}
-		e.Lent.Start()
+		e.Lent.Start(true)
 		_ = client.SetDeadline(time.Now().Add(5 * time.Second))
 		early := readStream(t, bufio.NewReader(client))
 		served := viaServer(t)

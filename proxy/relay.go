@@ -26,6 +26,10 @@ import (
 type Relay struct {
 	Loops  *relay.Relay
 	Resume func(net.Conn)
+	// Idle is how long a client whose stream ended may stay idle, its
+	// socket kept in the relay (relay.Stream.Park), before it is closed:
+	// the server's idle timeout. 0: no limit.
+	Idle time.Duration
 }
 
 // errRelayed tells the exchange's ReverseProxy that the answer left it
@@ -230,7 +234,9 @@ func (rs *relayed) done(res relay.Result) {
 	ex.p.end(ex, res.ClientGone, time.Now())
 	if res.Ended && rs.keep {
 		answeredOutside(rs.conn)
-		ex.p.relay.Resume(rs.resumable())
+		if !res.Parked { // parked: the relay resumes it (Stream.Park)
+			ex.p.relay.Resume(rs.resumable())
+		}
 		return
 	}
 	_ = rs.conn.Close()

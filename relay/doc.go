@@ -22,15 +22,20 @@
 // stream's OnData as it passes, for token counting.
 //
 // A loop also watches connections held idle (Watch: a request parked
-// while it waits) for their peer's hang-up, in the same epoll set.
+// while it waits) for their peer's hang-up, in the same epoll set; and
+// keeps a stream's client socket after its answer ended, when asked
+// (Stream.Park), until the client's next request (the socket then goes
+// back to its connection, for Park) or its hang-up, idle time or the
+// relay's end (the loop closes it).
 //
 // Invariants:
 //   - a stream's sockets are used by its loop only, from Add until its
 //     Done; nothing else reads or writes them meanwhile; moved sockets
 //     are in no epoll set but their loop's; before Done the ones still of
 //     use (the engine's when reusable, the client's when its answer
-//     ended) are back in their connections, in Go's netpoller, and the
-//     loop closed the others;
+//     ended and it is not parked) are back in their connections, in Go's
+//     netpoller, and the loop closed the others; a parked client's socket
+//     is the loop's alone until Park gets it back or the loop closes it;
 //   - Go's netpoller sees a loop's set only through the gate, armed
 //     while the loop parks and disarmed once it wakes;
 //   - Done is called exactly once per stream Add accepted, on the loop's

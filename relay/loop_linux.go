@@ -149,6 +149,7 @@ type stream struct {
 	first       time.Time
 	extra       bool // the engine sent bytes past the body's end
 	moved       bool // efd and cfd are the relay's, out of Go's netpoller
+	l           *loop
 }
 
 // loop is one epoll instance and the goroutine that waits on it.
@@ -176,8 +177,14 @@ type loop struct {
 	closed   bool             // the descriptors are closed
 	streams  map[int]*stream  // by both of their descriptors; the loop's
 	watched  map[int]*Watched // by descriptor; the loop's
-	gen      int32
-	buf      []byte // the loop's read buffer: one read at a time
+	// parked are the clients kept after their answers (park_linux.go),
+	// by descriptor; idleOrder those with an idle time, in the order
+	// parked; shutting refuses new ones as the loop stops. The loop's.
+	parked    map[int]*parkedConn
+	idleOrder []*parkedConn
+	shutting  bool
+	gen       int32
+	buf       []byte // the loop's read buffer: one read at a time
 }
 
 // readSize is how much one read of an engine socket takes: a stream's
@@ -207,7 +214,7 @@ func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
 	l := &loop{epfd: epfd, gatefd: gatefd, ep: os.NewFile(uintptr(gatefd), "relay-epoll-gate"), poll: newPoller(epfd), open: open, added: added,
-		streams: make(map[int]*stream), watched: make(map[int]*Watched), buf: make([]byte, readSize)}
+		streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		_ = l.ep.Close()
@@ -319,7 +326,7 @@ func (l *loop) takeIncoming(ended []ending) []ending {
 
 func (l *loop) register(st *stream, ended []ending) (out []ending) {
 	l.gen++
-	st.gen = l.gen
+	st.gen, st.l = l.gen, l
 	l.streams[st.efd], l.streams[st.cfd] = st, st
 	defer l.cutOnPanic(st, ended, &out)
 	k, err := st.parser.feed(st.Pending, st.OnData)
@@ -403,6 +410,7 @@ func (l *loop) run(ctx context.Context) {
 			ended = l.handle(ev, ended)
 		}
 		ended = callDone(ended)
+		l.closeIdle()
 	}
 	l.shutdown()
 }
@@ -489,6 +497,7 @@ const parkLimit = time.Second
 
 // shutdown ends every stream still open and frees the loop.
 func (l *loop) shutdown() {
+	l.closeParked()
 	l.mu.Lock()
 	l.stopped = true
 	incoming, ops := l.incoming, l.ops
@@ -526,13 +535,16 @@ func callDone(ended []ending) []ending {
 	return ended[:0]
 }
 
-// done gives moved sockets back (moveInUsed: the ones of use still) and
-// calls Done. A panic in Done is the stream's, not the loop's: its
-// sockets are closed (Done may not have got to them), and the loop goes
-// on with its other streams.
+// done gives moved sockets back (moveInUsed: the ones of use still), or
+// parks the client's (Stream.Park), and calls Done. A panic in Done is
+// the stream's, not the loop's: its sockets are closed (Done may not have
+// got to them), and the loop goes on with its other streams.
 func (st *stream) done(res Result) {
-	if st.moved && !st.moveInUsed(res) {
-		res.EngineReusable = false
+	if st.moved {
+		res.Parked = res.Ended && !res.ClientGone && st.Park != nil && st.l != nil && st.l.park(st)
+		if !st.moveInUsed(res) {
+			res.EngineReusable = false
+		}
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -551,8 +563,10 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	if st == nil || st.gen != ev.Pad {
 		if w := l.watched[fd]; w != nil && w.gen == ev.Pad {
 			l.watchEvent(w, ev.Events)
+		} else if p := l.parked[fd]; p != nil && p.gen == ev.Pad {
+			l.parkedEvent(p)
 		}
-		return ended // a watched socket, or a stream that ended in this batch
+		return ended // a watched or parked socket, or a stream that ended in this batch
 	}
 	defer l.cutOnPanic(st, ended, &out)
 	return l.event(st, fd, ev, ended)

@@ -51,7 +51,7 @@ func (st *stream) moveIn() (engineBack bool) {
 
 // moveInUsed gives back, at the stream's end, the sockets that res leaves
 // of use: the engine's when reusable, the client's when the answer ended
-// (its connection may carry the next request). It closes the others
+// (its connection may carry the next request) and it was not parked. It closes the others
 // itself: a connection about to be closed need not come back into Go's
 // netpoller first (a duplicate, its registration, and a close through
 // it), and its owner keeps the closed stand-in it has. It reports whether
@@ -70,10 +70,14 @@ func (st *stream) moveInUsed(res Result) (engineBack bool) {
 	} else {
 		_ = syscall.Close(st.efd)
 	}
-	if !res.Ended || res.ClientGone {
+	switch {
+	case res.Parked: // the loop's still
+	case !res.Ended || res.ClientGone:
 		_ = syscall.Close(st.cfd)
-	} else if client, err := st.ClientMover.MoveIn(st.cfd); err == nil {
-		st.Client = client
+	default:
+		if client, err := st.ClientMover.MoveIn(st.cfd); err == nil {
+			st.Client = client
+		}
 	}
 	return engineBack
 }

@@ -36,6 +36,19 @@ type Stream struct {
 	// nothing). Unset, the relay works the connections' own descriptors,
 	// which Go's netpoller watches too.
 	EngineMover, ClientMover Mover
+	// Park, when set with the Movers, keeps the client's socket in the
+	// loop once its answer ended (Result.Ended, Result.Parked), rather
+	// than giving it back before Done: a client that hangs up then (one
+	// stream a connection, the common case) costs the loop a close, not
+	// the move back, a server's read and a close through the netpoller.
+	// When the client sends its next request, the socket goes back into
+	// its connection and Park gets it, on the loop's goroutine; a client
+	// that hangs up, stays idle for ParkIdle (0: no limit) or outlives
+	// the relay has its socket closed by the loop. The owner sets Park
+	// only when it holds nothing the client sent past the stream's
+	// request: the loop waits for the socket's next bytes.
+	Park     func(net.Conn)
+	ParkIdle time.Duration
 }
 
 // A Mover lends a connection's socket to the relay: out of Go's netpoller,
@@ -70,4 +83,7 @@ type Result struct {
 	// EngineReusable: the engine's connection ended cleanly with the
 	// body, with nothing read past it.
 	EngineReusable bool
+	// Parked: the client's socket stays in the loop (Stream.Park); its
+	// connection is not the caller's until Park gets it.
+	Parked bool
 }

@@ -1,0 +1,174 @@
+package relay
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotgate/slotgate/internal/loopback"
+)
+
+// parkedStream runs one stream whose client socket the relay may park
+// (Park set), to its end: the client has read the whole body when it
+// returns, with the Result Done got and the client Mover's MoveIn count
+// then. resumed gets each connection Park is given.
+func parkedStream(t *testing.T, r *Relay, idle time.Duration) (client net.Conn, cm *testMover, res Result, inAtDone int, resumed chan net.Conn) {
+	t.Helper()
+	engine, relayEngine := loopback.Pair(t)
+	client, relayClient := loopback.Pair(t)
+	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
+	resumed = make(chan net.Conn, 1)
+	type done struct {
+		res Result
+		in  int
+	}
+	dc := make(chan done, 1)
+	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
+		OnData: func([]byte) {}, Done: func(res Result) { dc <- done{res, cm.in} },
+		Park: func(c net.Conn) { resumed <- c }, ParkIdle: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "5\r\nhello\r\n0\r\n\r\n"
+	if _, err := engine.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	readExactly(t, client, body)
+	select {
+	case d := <-dc:
+		return client, cm, d.res, d.in, resumed
+	case <-time.After(wait):
+		t.Fatal("the stream did not end")
+		return
+	}
+}
+
+// parkedCount is the number of clients the loop keeps parked, read on
+// the loop.
+func parkedCount(t *testing.T, l *loop) int {
+	t.Helper()
+	n := make(chan int, 1)
+	if err := l.queue(func() { n <- len(l.parked) }); err != nil {
+		t.Fatal(err)
+	}
+	l.wake()
+	select {
+	case v := <-n:
+		return v
+	case <-time.After(wait):
+		t.Fatal("the loop did not run the count")
+		return -1
+	}
+}
+
+// TestParkedClientResumes: with Park set, a stream that ended keeps its
+// client's socket in the loop (Done says Parked, the socket not moved
+// back); the client's next request moves it back and hands the working
+// connection to Park.
+func TestParkedClientResumes(t *testing.T) {
+	r, _ := startRelay(t, 1)
+	client, cm, res, in, resumed := parkedStream(t, r, time.Minute)
+	if !res.Ended || !res.Parked || in != 0 {
+		t.Fatalf("Done: %+v with %d moves back; want Ended and Parked, the client's socket kept", res, in)
+	}
+	if n := parkedCount(t, r.loops[0]); n != 1 {
+		t.Fatalf("%d clients parked, want 1", n)
+	}
+	if _, err := client.Write([]byte("GET /next")); err != nil {
+		t.Fatal(err)
+	}
+	var c net.Conn
+	select {
+	case c = <-resumed:
+	case <-time.After(wait):
+		t.Fatal("the client's next request did not resume its connection")
+	}
+	if cm.in != 1 || c != cm.c {
+		t.Fatalf("Park got %v after %d moves back; want the connection moved back once", c, cm.in)
+	}
+	readExactly(t, c, "GET /next")
+	if _, err := c.Write([]byte("HTTP/1.1 200")); err != nil {
+		t.Fatal(err)
+	}
+	readExactly(t, client, "HTTP/1.1 200")
+	if n := parkedCount(t, r.loops[0]); n != 0 {
+		t.Errorf("%d clients parked after the resume, want 0", n)
+	}
+}
+
+// TestParkedClientClosed: a parked client that hangs up, stays idle past
+// ParkIdle, or outlives the relay has its socket closed by the loop, and
+// Park is never called.
+func TestParkedClientClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		idle time.Duration
+		end  func(t *testing.T, client net.Conn, stop func())
+	}{
+		{"hangs up", time.Minute, func(_ *testing.T, client net.Conn, _ func()) { _ = client.Close() }},
+		{"idle", 50 * time.Millisecond, func(t *testing.T, client net.Conn, _ func()) { wantEOF(t, client) }},
+		{"relay stopped", time.Minute, func(t *testing.T, client net.Conn, stop func()) { stop(); wantEOF(t, client) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, stop := startRelay(t, 1)
+			client, _, res, _, resumed := parkedStream(t, r, tc.idle)
+			if !res.Parked {
+				t.Fatalf("Done: %+v, want Parked", res)
+			}
+			tc.end(t, client, sync.OnceFunc(stop))
+			if tc.name != "relay stopped" {
+				deadline := time.Now().Add(wait)
+				for parkedCount(t, r.loops[0]) != 0 {
+					if time.Now().After(deadline) {
+						t.Fatal("the parked client was never closed")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			select {
+			case c := <-resumed:
+				t.Errorf("Park got %v for a client that sent nothing", c)
+			default:
+			}
+		})
+	}
+}
+
+// TestNotParkedWithoutPark: a stream without Park gives its client's
+// socket back before Done, as before.
+func TestNotParkedWithoutPark(t *testing.T) {
+	r, _ := startRelay(t, 1)
+	_, relayClient := loopback.Pair(t)
+	engine, relayEngine := loopback.Pair(t)
+	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
+	dc := make(chan Result, 1)
+	if err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
+		OnData: func([]byte) {}, Done: func(res Result) { dc <- res }}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.Write([]byte("0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-dc:
+		if res.Parked || cm.in != 1 {
+			t.Errorf("Done: %+v after %d moves back; want the socket given back, not parked", res, cm.in)
+		}
+	case <-time.After(wait):
+		t.Fatal("the stream did not end")
+	}
+}
+
+// wantEOF waits for the relay to close the client's socket: the client
+// reads the end of its connection.
+func wantEOF(t *testing.T, client net.Conn) {
+	t.Helper()
+	_ = client.SetReadDeadline(time.Now().Add(wait))
+	var b [1]byte
+	if n, err := client.Read(b[:]); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("the client read %d bytes, %v; want its connection closed", n, err)
+	}
+}
