@@ -117,7 +117,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		return nil, fmt.Errorf("metrics: register readiness: %w", err)
 	}
 	if a.relay != nil {
-		if err := reg.Register(metrics.Relay(a.relay.Open, a.relay.Added)); err != nil {
+		if err := reg.Register(metrics.Relay(a.relay.Open, a.relay.Added, a.relay.Parked)); err != nil {
 			return nil, fmt.Errorf("metrics: register the relay's: %w", err)
 		}
 	}

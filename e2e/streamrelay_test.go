@@ -39,9 +39,11 @@ func streamRelayRun(t *testing.T, mode string) {
 	body := fmt.Sprintf(`{"model":"sim-model","prompt":"hello","max_tokens":%d,"ignore_eos":true,"stream":true}`, tokens)
 	var reused atomic.Int64
 	var wg sync.WaitGroup
+	var all []*http.Client
 	for c := range clients {
 		client := &http.Client{Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
+		all = append(all, client)
 		wg.Go(func() {
 			for i := range each {
 				trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
@@ -69,6 +71,26 @@ func streamRelayRun(t *testing.T, mode string) {
 	}
 	if n := sg.metric("slotgate_relay_streams_total"); n != wantRelayed {
 		t.Errorf("slotgate_relay_streams_total = %v, want %v", n, wantRelayed)
+	}
+	if mode == "epoll" {
+		// One more stream each, one client at a time: admitted at once,
+		// each is served by the front end, and its client's connection,
+		// idle after it, waits in the relay for the next request (a
+		// stream queued above went through net/http, whose connection
+		// went back to the server); a client that hangs up has it closed
+		// there.
+		for c, client := range all {
+			if r := post(t.Context(), client, sg.proxy, fmt.Sprintf("c%d-last", c), body); r.status != http.StatusOK {
+				t.Fatalf("client %d's last stream: %v, %d", c, r.err, r.status)
+			}
+		}
+		eventually(t, "every client's connection idle in the relay", func() bool {
+			return sg.metric("slotgate_relay_idle_connections") == clients
+		})
+		for _, client := range all {
+			client.CloseIdleConnections()
+		}
+		eventually(t, "the idle connections closed", func() bool { return sg.metric("slotgate_relay_idle_connections") == 0 })
 	}
 	engineMetric := func(name string) float64 { return metricValue(scrapeURL(t, eng+"/enginesim/metrics"), name) }
 	if n := engineMetric("enginesim_requests_in_flight_max"); n > 4 {

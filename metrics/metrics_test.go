@@ -652,21 +652,25 @@ slotgate_ready %d
 }
 
 func TestRelay(t *testing.T) {
-	open, added := 0, uint64(0)
+	open, added, idle := 0, uint64(0), 0
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.Relay(func() int { return open }, func() uint64 { return added }))
+	reg.MustRegister(metrics.Relay(func() int { return open }, func() uint64 { return added }, func() int { return idle }))
 	for _, tc := range []struct {
 		open  int
 		added uint64
-	}{{0, 0}, {3, 7}, {0, 12}} {
-		open, added = tc.open, tc.added
-		want := fmt.Sprintf(`# HELP slotgate_relay_streams Streamed answers the relay's event loops carry now (--stream-relay epoll).
+		idle  int
+	}{{0, 0, 0}, {3, 7, 2}, {0, 12, 5}} {
+		open, added, idle = tc.open, tc.added, tc.idle
+		want := fmt.Sprintf(`# HELP slotgate_relay_idle_connections Client connections the relay keeps after their stream ended, until their next request, hang-up or idle timeout (--stream-relay epoll).
+# TYPE slotgate_relay_idle_connections gauge
+slotgate_relay_idle_connections %d
+# HELP slotgate_relay_streams Streamed answers the relay's event loops carry now (--stream-relay epoll).
 # TYPE slotgate_relay_streams gauge
 slotgate_relay_streams %d
 # HELP slotgate_relay_streams_total Streamed answers handed to the relay's event loops since start (--stream-relay epoll).
 # TYPE slotgate_relay_streams_total counter
 slotgate_relay_streams_total %d
-`, tc.open, tc.added)
+`, tc.idle, tc.open, tc.added)
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 			t.Errorf("open %d, added %d: %v", tc.open, tc.added, err)
 		}

@@ -18,10 +18,11 @@ import (
 
 // Relay spreads streams over its loops, one after the other.
 type Relay struct {
-	loops []*loop
-	next  atomic.Uint32
-	open  atomic.Int64
-	added atomic.Uint64
+	loops  []*loop
+	next   atomic.Uint32
+	open   atomic.Int64
+	added  atomic.Uint64
+	parked atomic.Int64
 }
 
 // New returns a relay of n loops, each with its epoll instance; Run runs
@@ -42,6 +43,7 @@ func New(n int) (*Relay, error) {
 			r.closeLoops()
 			return nil, err
 		}
+		l.parkedN = &r.parked
 		r.loops = append(r.loops, l)
 	}
 	return r, nil
@@ -69,6 +71,10 @@ func (r *Relay) Open() int { return int(r.open.Load()) }
 
 // Added is the number of streams added since New.
 func (r *Relay) Added() uint64 { return r.added.Load() }
+
+// Parked is the number of clients kept after their stream ended, until
+// their next request (Stream.Park).
+func (r *Relay) Parked() int { return int(r.parked.Load()) }
 
 // Add hands s to a loop, having taken its sockets out of Go's netpoller
 // if it has Movers. It fails, without calling Done, when a connection has
@@ -183,6 +189,7 @@ type loop struct {
 	parked    map[int]*parkedConn
 	idleOrder []*parkedConn
 	shutting  bool
+	parkedN   *atomic.Int64 // the relay's count of parked clients (Parked)
 	gen       int32
 	buf       []byte // the loop's read buffer: one read at a time
 }

@@ -28,6 +28,9 @@ func (*Relay) Open() int { return 0 }
 // Added is always 0.
 func (*Relay) Added() uint64 { return 0 }
 
+// Parked is always 0.
+func (*Relay) Parked() int { return 0 }
+
 // Watched is unavailable off Linux.
 type Watched struct{}
 

@@ -38,6 +38,7 @@ func (l *loop) park(st *stream) bool {
 		return false
 	}
 	l.parked[p.fd] = p
+	l.parkedN.Add(1)
 	if st.ParkIdle > 0 {
 		p.until = time.Now().Add(st.ParkIdle)
 		l.idleOrder = append(l.idleOrder, p)
@@ -67,6 +68,7 @@ func (l *loop) parkedEvent(p *parkedConn) {
 func (l *loop) unpark(p *parkedConn) {
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, p.fd, nil)
 	delete(l.parked, p.fd)
+	l.parkedN.Add(-1)
 }
 
 // closeIdle closes the parked clients idle past their time. It runs after

@@ -74,8 +74,8 @@ func TestParkedClientResumes(t *testing.T) {
 	if !res.Ended || !res.Parked || in != 0 {
 		t.Fatalf("Done: %+v with %d moves back; want Ended and Parked, the client's socket kept", res, in)
 	}
-	if n := parkedCount(t, r.loops[0]); n != 1 {
-		t.Fatalf("%d clients parked, want 1", n)
+	if n, gauge := parkedCount(t, r.loops[0]), r.Parked(); n != 1 || gauge != 1 {
+		t.Fatalf("%d clients parked (Parked %d), want 1", n, gauge)
 	}
 	if _, err := client.Write([]byte("GET /next")); err != nil {
 		t.Fatal(err)
@@ -94,8 +94,8 @@ func TestParkedClientResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	readExactly(t, client, "HTTP/1.1 200")
-	if n := parkedCount(t, r.loops[0]); n != 0 {
-		t.Errorf("%d clients parked after the resume, want 0", n)
+	if n, gauge := parkedCount(t, r.loops[0]), r.Parked(); n != 0 || gauge != 0 {
+		t.Errorf("%d clients parked after the resume (Parked %d), want 0", n, gauge)
 	}
 }
 
@@ -132,6 +132,9 @@ func TestParkedClientClosed(t *testing.T) {
 			case c := <-resumed:
 				t.Errorf("Park got %v for a client that sent nothing", c)
 			default:
+			}
+			if n := r.Parked(); n != 0 {
+				t.Errorf("Parked = %d once the client was closed, want 0", n)
 			}
 		})
 	}
