@@ -214,15 +214,16 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 		p.endEarly(ex, h, c, false)
 		return Early{Answered: true, Gone: true}
 	}
-	ex.out.status, ex.FirstByte = resp.StatusCode, time.Now()
+	// The exchange ends before its answer goes out, as on net/http's path,
+	// whose handler ends it while a small answer still sits in the
+	// connection's buffer: a client that has its answer finds its slot
+	// free (and the metrics saying so), and one that left as the answer
+	// is written is told by its connection's end, not the outcome, as
+	// net/http's last flush fails unseen.
+	ex.out.status, ex.FirstByte, ex.out.bytes = resp.StatusCode, time.Now(), resp.ContentLength
+	p.endEarly(ex, h, c, false)
 	_, werr := c.Write(out)
 	p.early.give(buf, out)
-	if werr != nil {
-		ex.Fail(gate.CancelledRunning)
-	} else {
-		ex.out.bytes = resp.ContentLength
-	}
-	p.endEarly(ex, h, c, werr != nil)
 	return Early{Answered: true, Gone: werr != nil}
 }
 

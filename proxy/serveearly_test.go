@@ -371,3 +371,35 @@ func tryRawAnswer(addr, raw string) ([]byte, error) {
 	}
 	return got.Bytes(), nil
 }
+
+// holdingClient is an early request's client that notes how many slots
+// the limiter held when its answer was written.
+type holdingClient struct {
+	*rawClient
+	lim     *limiter.Limiter
+	holding []int
+}
+
+func (c *holdingClient) Write(p []byte) (int, error) {
+	c.holding = append(c.holding, c.lim.Stats().Holding)
+	return c.rawClient.Write(p)
+}
+
+// TestAnswerEarlyEndsBeforeWriting: a request the front end serves gives
+// its slot back before its answer goes out, as net/http's path does
+// (its handler ends the exchange while a small answer is still in the
+// connection's buffer): a client that has its answer, and sends the next
+// request on another connection or reads the metrics, finds the slot
+// free.
+func TestAnswerEarlyEndsBeforeWriting(t *testing.T) {
+	h := newHarness(t, harnessConfig{engine: &earlyEngine{}, limits: limiter.Options{Slots: 1}})
+	c := &holdingClient{rawClient: newRawClient(), lim: h.lim}
+	raw := servedCases[0].raw
+	head, body, _ := strings.Cut(raw, "\r\n\r\n")
+	if e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), c); !e.Answered || e.Gone {
+		t.Fatalf("AnswerEarly: %+v, want it answered", e)
+	}
+	if len(c.holding) != 1 || c.holding[0] != 0 {
+		t.Errorf("slots held as the answer was written: %v, want [0]", c.holding)
+	}
+}
