@@ -51,11 +51,11 @@ func (st *stream) moveIn() (engineBack bool) {
 
 // moveInUsed gives back, at the stream's end, the sockets that res leaves
 // of use: the engine's when reusable, the client's when the answer ended
-// (its connection may carry the next request) and it was not parked. It closes the others
-// itself: a connection about to be closed need not come back into Go's
-// netpoller first (a duplicate, its registration, and a close through
-// it), and its owner keeps the closed stand-in it has. It reports whether
-// the engine's came back.
+// (its connection may carry the next request) and it was not parked (the
+// loop's then). It closes the others itself: a connection about to be
+// closed need not come back into Go's netpoller first (a duplicate, its
+// registration, and a close through it), and its owner keeps the closed
+// stand-in it has. It reports whether the engine's came back.
 func (st *stream) moveInUsed(res Result) (engineBack bool) {
 	if !st.moved {
 		return true
