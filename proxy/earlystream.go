@@ -72,11 +72,11 @@ func (p *Proxy) streamsEarly(h *earlyHead, c EarlyClient) bool {
 }
 
 // relayableEarly reports whether the front end gives resp to the relay:
-// what relayable takes of an HTTP/1.1 answer to a plain request, with
-// fields the front end writes as net/http's Header.Write would.
+// an HTTP/1.1 answer the relay carries (relayCarries, as for net/http's
+// path), with fields the front end writes as net/http's Header.Write
+// would.
 func (ex *exchange) relayableEarly(resp *http.Response) bool {
-	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 1 || resp.ProtoMinor != 1 || len(resp.Trailer) > 0 ||
-		!engine.Detachable(resp) || !isEventStream(resp.Header.Get("Content-Type")) || !(countable(resp) || !ex.Counting()) {
+	if resp.ProtoMajor != 1 || resp.ProtoMinor != 1 || !ex.relayCarries(resp) {
 		return false
 	}
 	for k, vv := range resp.Header {

@@ -44,12 +44,21 @@ var errRelayed = errors.New("proxy: the answer went to the relay")
 // the watchdog can cut.
 func (ex *exchange) relayable(resp *http.Response, watched bool) bool {
 	r := ex.in
-	if ex.p.relay == nil || watched || resp.StatusCode != http.StatusOK || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
-		r.Method == http.MethodHead || r.Header.Get("Upgrade") != "" || len(resp.Trailer) > 0 ||
-		ex.bodyPending || (ex.body == nil && r.ContentLength != 0) || !engine.Detachable(resp) {
+	if ex.p.relay == nil || watched || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
+		r.Method == http.MethodHead || r.Header.Get("Upgrade") != "" ||
+		ex.bodyPending || (ex.body == nil && r.ContentLength != 0) {
 		return false
 	}
-	return isEventStream(resp.Header.Get("Content-Type")) && (countable(resp) || !ex.Counting())
+	return ex.relayCarries(resp)
+}
+
+// relayCarries reports whether the relay carries resp, whoever served its
+// request: an event stream of 200 with no trailer, chunked by the engine
+// and read by nothing yet, whose tokens the relay can count if they are
+// counted.
+func (ex *exchange) relayCarries(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusOK && len(resp.Trailer) == 0 && engine.Detachable(resp) &&
+		isEventStream(resp.Header.Get("Content-Type")) && (countable(resp) || !ex.Counting())
 }
 
 // handOff writes the answer's head on the client's connection, taken
