@@ -96,7 +96,7 @@ func (r *Relay) Add(s *Stream) error {
 	}
 	l := r.loops[int(r.next.Add(1))%len(r.loops)]
 	if err := l.add(st); err != nil {
-		st.moveIn()
+		st.moveInUsed(Result{Ended: true, EngineReusable: true}) // never carried: both as they were
 		return err
 	}
 	return nil

@@ -31,24 +31,6 @@ func (st *stream) moveOut() error {
 	return nil
 }
 
-// moveIn gives moved sockets back to their connections, which the
-// stream then closes with, and reports whether the engine's came back:
-// a connection that did not is closed.
-func (st *stream) moveIn() (engineBack bool) {
-	if !st.moved {
-		return true
-	}
-	st.moved = false
-	engine, eerr := st.EngineMover.MoveIn(st.efd)
-	if eerr == nil {
-		st.Engine = engine
-	}
-	if client, err := st.ClientMover.MoveIn(st.cfd); err == nil {
-		st.Client = client
-	}
-	return eerr == nil
-}
-
 // moveInUsed gives back, at the stream's end, the sockets that res leaves
 // of use: the engine's when reusable, the client's when the answer ended
 // (its connection may carry the next request) and it was not parked (the
