@@ -44,31 +44,63 @@ func (m *testMover) MoveIn(fd int) (net.Conn, error) {
 	return c, nil
 }
 
+// moved is a stream added to a relay with Movers on its relay ends
+// (testMover), as the proxy's are: the far ends, the relay's ends as
+// given, their Movers, and what Done got.
+type moved struct {
+	engine, client           *net.TCPConn
+	relayEngine, relayClient *net.TCPConn
+	em, cm                   *testMover
+	done                     chan movedDone
+}
+
+// movedDone is a Done's Result, with the Movers' MoveIn counts then.
+type movedDone struct {
+	res                Result
+	engineIn, clientIn int
+}
+
+// addMoved adds such a stream to r, with park and idle as its Park and
+// ParkIdle.
+func addMoved(t *testing.T, r *Relay, park func(net.Conn), idle time.Duration) *moved {
+	t.Helper()
+	m := &moved{done: make(chan movedDone, 1)}
+	m.engine, m.relayEngine = loopback.Pair(t)
+	m.client, m.relayClient = loopback.Pair(t)
+	m.em, m.cm = &testMover{c: m.relayEngine}, &testMover{c: m.relayClient}
+	err := r.Add(&Stream{Engine: m.relayEngine, Client: m.relayClient, EngineMover: m.em, ClientMover: m.cm,
+		OnData: func([]byte) {}, Done: func(res Result) { m.done <- movedDone{res, m.em.in, m.cm.in} },
+		Park: park, ParkIdle: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// ended waits for the stream's Done.
+func (m *moved) ended(t *testing.T) movedDone {
+	t.Helper()
+	select {
+	case d := <-m.done:
+		return d
+	case <-time.After(wait):
+		t.Fatal("the stream did not end")
+		return movedDone{}
+	}
+}
+
 // TestStreamMovedOut: with Movers, the relay carries a stream on sockets
 // taken out of Go's netpoller (the connections it was given are closed
 // meanwhile), gives both back before Done, and the connections it gives
 // back work: the client's next request and the engine's next answer pass.
 func TestStreamMovedOut(t *testing.T) {
 	r, _ := startRelay(t, 1)
-	engine, relayEngine := loopback.Pair(t)
-	client, relayClient := loopback.Pair(t)
-	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
-	done := make(chan [2]int, 1) // the Movers' MoveIn counts when Done came
-	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
-		OnData: func([]byte) {},
-		Done: func(res Result) {
-			if !res.Ended || !res.EngineReusable {
-				t.Errorf("Result = %+v, want Ended and EngineReusable", res)
-			}
-			done <- [2]int{em.in, cm.in}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := addMoved(t, r, nil, 0)
+	engine, client, em, cm := m.engine, m.client, m.em, m.cm
 	if em.out != 1 || cm.out != 1 {
 		t.Fatalf("MoveOut calls: engine %d, client %d; want 1 each", em.out, cm.out)
 	}
-	for _, c := range []net.Conn{relayEngine, relayClient} {
+	for _, c := range []net.Conn{m.relayEngine, m.relayClient} {
 		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("a moved-out connection's Write = %v, want net.ErrClosed", err)
 		}
@@ -82,13 +114,12 @@ func TestStreamMovedOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	readExactly(t, client, body)
-	select {
-	case in := <-done:
-		if in != [2]int{1, 1} {
-			t.Fatalf("Done came with MoveIn counts %v, want both moved back first", in)
-		}
-	case <-time.After(wait):
-		t.Fatal("the stream did not end")
+	d := m.ended(t)
+	if !d.res.Ended || !d.res.EngineReusable {
+		t.Errorf("Result = %+v, want Ended and EngineReusable", d.res)
+	}
+	if d.engineIn != 1 || d.clientIn != 1 {
+		t.Fatalf("Done came with MoveIn counts %d, %d, want both moved back first", d.engineIn, d.clientIn)
 	}
 	// Both connections given back work, each way.
 	pass := func(from, to net.Conn, what string) {
@@ -111,38 +142,23 @@ func TestStreamMovedOut(t *testing.T) {
 // connection, and the connections keep their closed stand-ins.
 func TestStreamCutClosesItsSockets(t *testing.T) {
 	r, _ := startRelay(t, 1)
-	engine, relayEngine := loopback.Pair(t)
-	client, relayClient := loopback.Pair(t)
-	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
-	done := make(chan [2]int, 1)
-	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
-		OnData: func([]byte) {},
-		Done: func(res Result) {
-			if res.Ended || res.EngineReusable {
-				t.Errorf("Result = %+v, want a stream cut", res)
-			}
-			done <- [2]int{em.in, cm.in}
-		}})
-	if err != nil {
+	m := addMoved(t, r, nil, 0)
+	if _, err := m.engine.Write([]byte("5\r\nhel")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.Write([]byte("5\r\nhel")); err != nil {
-		t.Fatal(err)
+	_ = m.engine.Close()
+	d := m.ended(t)
+	if d.res.Ended || d.res.EngineReusable {
+		t.Errorf("Result = %+v, want a stream cut", d.res)
 	}
-	_ = engine.Close()
-	select {
-	case in := <-done:
-		if in != [2]int{0, 0} {
-			t.Fatalf("Done came with MoveIn counts %v, want neither socket moved back", in)
-		}
-	case <-time.After(wait):
-		t.Fatal("the stream did not end")
+	if d.engineIn != 0 || d.clientIn != 0 {
+		t.Fatalf("Done came with MoveIn counts %d, %d, want neither socket moved back", d.engineIn, d.clientIn)
 	}
-	_ = client.SetReadDeadline(time.Now().Add(wait))
-	if got, err := io.ReadAll(client); err != nil {
+	_ = m.client.SetReadDeadline(time.Now().Add(wait))
+	if got, err := io.ReadAll(m.client); err != nil {
 		t.Fatalf("the client's connection after the cut: read %q, %v; want it closed", got, err)
 	}
-	for _, c := range []net.Conn{em.c, cm.c} {
+	for _, c := range []net.Conn{m.em.c, m.cm.c} {
 		if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("a connection not given back: Write = %v, want net.ErrClosed", err)
 		}

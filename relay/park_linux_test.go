@@ -7,43 +7,22 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/slotgate/slotgate/internal/loopback"
 )
 
 // parkedStream runs one stream whose client socket the relay may park
 // (Park set), to its end: the client has read the whole body when it
-// returns, with the Result Done got and the client Mover's MoveIn count
-// then. resumed gets each connection Park is given.
-func parkedStream(t *testing.T, r *Relay, idle time.Duration) (client net.Conn, cm *testMover, res Result, inAtDone int, resumed chan net.Conn) {
+// returns, with what Done got. resumed gets each connection Park is
+// given.
+func parkedStream(t *testing.T, r *Relay, idle time.Duration) (m *moved, d movedDone, resumed chan net.Conn) {
 	t.Helper()
-	engine, relayEngine := loopback.Pair(t)
-	client, relayClient := loopback.Pair(t)
-	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
 	resumed = make(chan net.Conn, 1)
-	type done struct {
-		res Result
-		in  int
-	}
-	dc := make(chan done, 1)
-	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
-		OnData: func([]byte) {}, Done: func(res Result) { dc <- done{res, cm.in} },
-		Park: func(c net.Conn) { resumed <- c }, ParkIdle: idle})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m = addMoved(t, r, func(c net.Conn) { resumed <- c }, idle)
 	body := "5\r\nhello\r\n0\r\n\r\n"
-	if _, err := engine.Write([]byte(body)); err != nil {
+	if _, err := m.engine.Write([]byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	readExactly(t, client, body)
-	select {
-	case d := <-dc:
-		return client, cm, d.res, d.in, resumed
-	case <-time.After(wait):
-		t.Fatal("the stream did not end")
-		return
-	}
+	readExactly(t, m.client, body)
+	return m, m.ended(t), resumed
 }
 
 // parkedCount is the number of clients the loop keeps parked, read on
@@ -70,9 +49,10 @@ func parkedCount(t *testing.T, l *loop) int {
 // connection to Park.
 func TestParkedClientResumes(t *testing.T) {
 	r, _ := startRelay(t, 1)
-	client, cm, res, in, resumed := parkedStream(t, r, time.Minute)
-	if !res.Ended || !res.Parked || in != 0 {
-		t.Fatalf("Done: %+v with %d moves back; want Ended and Parked, the client's socket kept", res, in)
+	m, d, resumed := parkedStream(t, r, time.Minute)
+	client, cm := m.client, m.cm
+	if !d.res.Ended || !d.res.Parked || d.clientIn != 0 {
+		t.Fatalf("Done: %+v with %d moves back; want Ended and Parked, the client's socket kept", d.res, d.clientIn)
 	}
 	if n, gauge := parkedCount(t, r.loops[0]), r.Parked(); n != 1 || gauge != 1 {
 		t.Fatalf("%d clients parked (Parked %d), want 1", n, gauge)
@@ -114,11 +94,11 @@ func TestParkedClientClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, stop := startRelay(t, 1)
-			client, _, res, _, resumed := parkedStream(t, r, tc.idle)
-			if !res.Parked {
-				t.Fatalf("Done: %+v, want Parked", res)
+			m, d, resumed := parkedStream(t, r, tc.idle)
+			if !d.res.Parked {
+				t.Fatalf("Done: %+v, want Parked", d.res)
 			}
-			tc.end(t, client, sync.OnceFunc(stop))
+			tc.end(t, m.client, sync.OnceFunc(stop))
 			if tc.name != "relay stopped" {
 				deadline := time.Now().Add(wait)
 				for parkedCount(t, r.loops[0]) != 0 {
@@ -144,24 +124,12 @@ func TestParkedClientClosed(t *testing.T) {
 // socket back before Done, as before.
 func TestNotParkedWithoutPark(t *testing.T) {
 	r, _ := startRelay(t, 1)
-	_, relayClient := loopback.Pair(t)
-	engine, relayEngine := loopback.Pair(t)
-	em, cm := &testMover{c: relayEngine}, &testMover{c: relayClient}
-	dc := make(chan Result, 1)
-	if err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
-		OnData: func([]byte) {}, Done: func(res Result) { dc <- res }}); err != nil {
+	m := addMoved(t, r, nil, 0)
+	if _, err := m.engine.Write([]byte("0\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.Write([]byte("0\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case res := <-dc:
-		if res.Parked || cm.in != 1 {
-			t.Errorf("Done: %+v after %d moves back; want the socket given back, not parked", res, cm.in)
-		}
-	case <-time.After(wait):
-		t.Fatal("the stream did not end")
+	if d := m.ended(t); d.res.Parked || d.clientIn != 1 {
+		t.Errorf("Done: %+v after %d moves back; want the socket given back, not parked", d.res, d.clientIn)
 	}
 }
 
