@@ -27,68 +27,45 @@ func churnScenario() scenario {
 			"reading it to data: [DONE] and closing it, back to back for --duration; N=256, Q=16, never reached; "+
 			"proxy CPU over the run ÷ streams: what a stream's setup and end cost; TTFT from request written to first event", churnClients, churnEvents),
 		n: 256, q: 16,
-		metrics: []string{"streams/s", "TTFT p50 ms", "TTFT p99 ms", "proxy CPU µs/stream", "lost", "errors"},
+		metrics: []string{"streams/s", "TTFT p50 ms", "TTFT p99 ms", "proxy CPU µs/stream", "lost", "reordered", "errors"},
 		added:   []string{"TTFT p50 ms", "TTFT p99 ms"},
 		warmup:  true,
 		measure: churn,
 	}
 }
 
-// churned is what the churn's clients saw.
-type churned struct {
-	mu       sync.Mutex
-	ttft     []time.Duration
-	lost     int
-	errors   int
-	firstErr error
-}
-
-func (c *churned) add(s oneStream) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lost += s.check.lost + s.check.reordered
-	if s.err != nil {
-		c.errors++
-		if c.firstErr == nil {
-			c.firstErr = s.err
-		}
-		return
-	}
-	c.ttft = append(c.ttft, s.ttft)
-}
-
 // churn runs the clients for t.d and measures the target's CPU meanwhile.
 func churn(ctx context.Context, t trial) (map[string]float64, error) {
 	spec := streamSpec{addr: t.inst.addr, events: churnEvents, body: streamBody(0, churnEvents), timeout: 10 * time.Second}
 	cpu := startCPU(t.inst.pid)
-	var seen churned
 	start := time.Now()
 	deadline := start.Add(t.d)
+	seen := make([][]oneStream, churnClients) // each client's, merged after
 	var wg sync.WaitGroup
 	for c := range churnClients {
 		wg.Go(func() {
 			for i := c; time.Now().Before(deadline) && ctx.Err() == nil; i += churnClients {
-				seen.add(readNumbered(ctx, spec, i, func() {}))
+				seen[c] = append(seen[c], readNumbered(ctx, spec, i, func() {}))
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	streams := len(seen.ttft) + seen.errors
-	if len(seen.ttft) == 0 {
-		return nil, fmt.Errorf("no stream complete (%d errors, first: %v)", seen.errors, seen.firstErr)
+	agg := aggregateStreams(slices.Concat(seen...))
+	if agg.complete == 0 {
+		return nil, fmt.Errorf("no stream complete (%d errors, first: %v)", agg.errors, agg.firstErr)
 	}
-	slices.Sort(seen.ttft)
-	perStream, err := cpu.perRequest(streams)
+	perStream, err := cpu.perRequest(agg.complete + agg.errors)
 	if err != nil {
 		return nil, fmt.Errorf("proxy CPU: %w", err)
 	}
 	return map[string]float64{
-		"streams/s":           float64(len(seen.ttft)) / elapsed.Seconds(),
-		"TTFT p50 ms":         ms(percentile(seen.ttft, 50)),
-		"TTFT p99 ms":         ms(percentile(seen.ttft, 99)),
+		"streams/s":           float64(agg.complete) / elapsed.Seconds(),
+		"TTFT p50 ms":         ms(percentile(agg.ttft, 50)),
+		"TTFT p99 ms":         ms(percentile(agg.ttft, 99)),
 		"proxy CPU µs/stream": perStream,
-		"lost":                float64(seen.lost),
-		"errors":              float64(seen.errors),
+		"lost":                float64(agg.lost),
+		"reordered":           float64(agg.reordered),
+		"errors":              float64(agg.errors),
 	}, nil
 }
