@@ -262,10 +262,23 @@ func (c *strictConn) freeIn() {
 	c.in, c.pooled = nil, nil
 }
 
-// fill reads more of the socket into in. With in empty, it waits in the
-// caller's p, and takes a buffer of its own only once bytes came: an idle
-// or queued connection, waiting in a read, then holds none.
+// fill reads more of the socket into in. With in empty, it takes a
+// buffer of its own only once bytes came: an idle or queued connection,
+// waiting in a read, then holds none. A raw socket reads into a pooled
+// buffer taken for each try (rawio.Socket.ReadPooled); another waits in
+// the caller's p. Reading into p first would split a request between two
+// reads when p is small, as net/http's first read of a connection is
+// (its peek at 14 bytes for HTTP/2's preface), and early answers are
+// written in that read for as long as the connection lives.
 func (c *strictConn) fill(p []byte) error {
+	if c.in == nil && c.sock.Usable() {
+		pb, err := c.sock.ReadPooled(c.bufs)
+		if pb == nil {
+			return err
+		}
+		c.pooled, c.in = pb, *pb
+		return nil
+	}
 	if len(c.in) == 0 {
 		n, err := c.read(p)
 		if n == 0 {

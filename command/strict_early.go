@@ -186,7 +186,7 @@ func (c *strictConn) watched() bool {
 // worth, or sent and left.
 func (c *strictConn) holdNext(p []byte) error {
 	for len(c.in) < inBufSize {
-		// fill waits in p while nothing came: a watch holds no buffer.
+		// fill takes no buffer while nothing came: a watch holds none.
 		if err := c.fill(p); err != nil {
 			if isTimeout(err) || len(c.in) == 0 {
 				return err

@@ -167,28 +167,11 @@ func FuzzStrictListener(f *testing.F) {
 // listener accepts reads and writes its socket raw (rawio.Socket), and
 // the bytes go both ways as through the connection's own calls.
 func TestStrictConnWorksItsSocketRaw(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newStrictListener(ln, &http.Server{MaxHeaderBytes: 8 << 10}, nil)
-	defer l.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc := c.(*strictConn)
+	client, sc := acceptStrict(t)
+	c := net.Conn(sc)
 	if runtime.GOOS == "linux" && !sc.sock.Usable() {
 		t.Fatal("an accepted TCP connection does not work its socket raw")
 	}
-	_ = client.SetDeadline(time.Now().Add(5 * time.Second))
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := io.WriteString(client, "ping"); err != nil {
 		t.Fatal(err)
 	}
@@ -202,4 +185,51 @@ func TestStrictConnWorksItsSocketRaw(t *testing.T) {
 	if n, err := io.ReadFull(client, buf[:4]); string(buf[:n]) != "pong" || err != nil {
 		t.Errorf("the client read %q, %v; want pong", buf[:n], err)
 	}
+}
+
+// TestStrictConnReadsARequestWhole: a request that came whole is read in
+// one read, however small the buffer net/http reads with: its first read
+// of a connection peeks at 14 bytes (HTTP/2's preface), and early answers
+// are written in that read for as long as the connection lives.
+func TestStrictConnReadsARequestWhole(t *testing.T) {
+	client, sc := acceptStrict(t)
+	if !sc.sock.Usable() {
+		t.Skip("the socket is worked raw on Linux only")
+	}
+	req := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+	if _, err := io.WriteString(client, req); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // all of it in the socket
+	if err := sc.fill(make([]byte, len("PRI * HTTP/2.0"))); err != nil {
+		t.Fatal(err)
+	}
+	if string(sc.in) != req {
+		t.Errorf("one read took %q, not the request whole", sc.in)
+	}
+}
+
+// acceptStrict returns the two ends of a loopback connection the strict
+// listener accepted, with deadlines 5 s off.
+func acceptStrict(t *testing.T) (client net.Conn, sc *strictConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newStrictListener(ln, &http.Server{MaxHeaderBytes: 8 << 10}, nil)
+	t.Cleanup(func() { _ = l.Close() })
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = client.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	return client, c.(*strictConn)
 }

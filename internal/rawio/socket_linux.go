@@ -53,6 +53,8 @@ func (s Socket) RawConn() syscall.RawConn { return s.raw }
 // RawConn runs with it.
 type call struct {
 	buf  []byte
+	pool *sync.Pool // ReadPooled's: buf is taken from it for each try
+	got  *[]byte    // ReadPooled's: the buffer read into
 	n    int
 	err  syscall.Errno
 	peek bool // WriteWait: look for the peer's close first
@@ -60,24 +62,24 @@ type call struct {
 	// call waits for the answer.
 	closed, waiting bool
 
-	read, write, writeWait func(fd uintptr) bool
+	read, write, writeWait, readPooled func(fd uintptr) bool
 }
 
 // calls holds the calls not under way: a Socket keeps none of its own.
 var calls = sync.Pool{New: func() any {
 	k := &call{}
-	k.read, k.write, k.writeWait = k.readStep, k.writeStep, k.writeWaitStep
+	k.read, k.write, k.writeWait, k.readPooled = k.readStep, k.writeStep, k.writeWaitStep, k.readPooledStep
 	return k
 }}
 
 func takeCall(buf []byte) *call {
 	k := calls.Get().(*call)
-	*k = call{buf: buf, read: k.read, write: k.write, writeWait: k.writeWait}
+	*k = call{buf: buf, read: k.read, write: k.write, writeWait: k.writeWait, readPooled: k.readPooled}
 	return k
 }
 
 func (k *call) done() {
-	k.buf = nil
+	k.buf, k.pool, k.got = nil, nil, nil
 	calls.Put(k)
 }
 
@@ -118,6 +120,45 @@ func (k *call) readStep(fd uintptr) bool {
 		k.err = errnoOf(err)
 		return true
 	}
+}
+
+// ReadPooled reads as Read does into a buffer from pool, which holds
+// *[]byte of some capacity, and returns that buffer with what was read
+// (its length) on success, nil on failure. The buffer is taken for each
+// try and given back when the try finds nothing, so a socket that waits
+// holds none: a caller whose own buffer is small (net/http's peek of a
+// few bytes, its watch's one byte) reads a whole request in one system
+// call, where reading into its buffer first would take two.
+func (s Socket) ReadPooled(pool *sync.Pool) (*[]byte, error) {
+	k := takeCall(nil)
+	k.pool = pool
+	err := s.raw.Read(k.readPooled)
+	got, errno := k.got, k.err
+	k.done()
+	switch {
+	case err != nil:
+		return nil, s.opError("read", err)
+	case errno != 0:
+		return nil, s.opError("read", os.NewSyscallError("read", errno))
+	case got == nil:
+		return nil, io.EOF
+	}
+	return got, nil
+}
+
+func (k *call) readPooledStep(fd uintptr) bool {
+	pb := k.pool.Get().(*[]byte)
+	k.buf = (*pb)[:cap(*pb)]
+	done := k.readStep(fd)
+	k.buf = nil
+	if done && k.err == 0 && k.n > 0 {
+		*pb = (*pb)[:k.n]
+		k.got = pb
+		return true
+	}
+	*pb = (*pb)[:0]
+	k.pool.Put(pb)
+	return done
 }
 
 // Write writes all of p as net.Conn's Write does, waiting for room when

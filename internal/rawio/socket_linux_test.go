@@ -113,3 +113,68 @@ func TestSocket(t *testing.T) {
 		}
 	})
 }
+
+// TestReadPooled: ReadPooled reads what came into one of its pool's
+// buffers, whole up to the buffer's size, and gives the buffer back when
+// the read fails: at the peer's close, at a deadline, after a wait.
+func TestReadPooled(t *testing.T) {
+	newPool := func(taken *int) *sync.Pool {
+		return &sync.Pool{New: func() any {
+			*taken++
+			b := make([]byte, 0, 64)
+			return &b
+		}}
+	}
+	t.Run("what came, after a wait", func(t *testing.T) {
+		a, b := loopback.Pair(t)
+		var made int
+		pool := newPool(&made)
+		go func() {
+			time.Sleep(20 * time.Millisecond) // the read waits first
+			_, _ = b.Write([]byte("POST /v1/completions HTTP/1.1\r\n"))
+		}()
+		pb, err := NewSocket(a).ReadPooled(pool)
+		if err != nil || pb == nil || string(*pb) != "POST /v1/completions HTTP/1.1\r\n" {
+			t.Fatalf("ReadPooled = %v, %v; want the request line whole", pb, err)
+		}
+		if cap(*pb) != 64 {
+			t.Errorf("read into a buffer of %d bytes, not the pool's 64", cap(*pb))
+		}
+	})
+	t.Run("more than a buffer", func(t *testing.T) {
+		a, b := loopback.Pair(t)
+		var made int
+		_, _ = b.Write(bytes.Repeat([]byte("x"), 100))
+		time.Sleep(10 * time.Millisecond)
+		pb, err := NewSocket(a).ReadPooled(newPool(&made))
+		if err != nil || pb == nil || len(*pb) != 64 {
+			t.Fatalf("ReadPooled = %v, %v; want a full buffer of 64", pb, err)
+		}
+	})
+	t.Run("the peer's close", func(t *testing.T) {
+		a, b := loopback.Pair(t)
+		_ = b.Close()
+		var made int
+		if pb, err := NewSocket(a).ReadPooled(newPool(&made)); pb != nil || err != io.EOF {
+			t.Fatalf("ReadPooled = %v, %v; want nil, io.EOF", pb, err)
+		}
+	})
+	t.Run("deadlines give the buffer back", func(t *testing.T) {
+		a, _ := loopback.Pair(t)
+		var made int
+		pool := newPool(&made)
+		const reads = 20
+		for range reads {
+			_ = a.SetReadDeadline(time.Now().Add(time.Millisecond))
+			if pb, err := NewSocket(a).ReadPooled(pool); pb != nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("ReadPooled = %v, %v; want nil, a deadline", pb, err)
+			}
+		}
+		// Each read took a buffer for its try and gave it back: the
+		// pool made one (a few more in race builds, whose pools drop a
+		// quarter of what they are given), not one a read.
+		if made == 0 || made > reads/2 {
+			t.Errorf("the pool made %d buffers for %d reads", made, reads)
+		}
+	})
+}

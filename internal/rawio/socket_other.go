@@ -4,6 +4,7 @@ package rawio
 
 import (
 	"net"
+	"sync"
 	"syscall"
 )
 
@@ -28,3 +29,6 @@ func (Socket) Write([]byte) (int, error) { return 0, nil }
 
 // WriteWait is never called: the Socket is not Usable.
 func (Socket) WriteWait([]byte, bool) (bool, error) { return false, nil }
+
+// ReadPooled is never called: the Socket is not Usable.
+func (Socket) ReadPooled(*sync.Pool) (*[]byte, error) { return nil, nil }
