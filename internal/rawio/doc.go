@@ -4,7 +4,9 @@
 // syscall.Syscall), for the hot paths that move a request's bytes: the
 // stream relay's loops and the engine client's write. MoveOut and MoveIn
 // take a socket out of Go's netpoller while a loop of its own works it,
-// and give it back.
+// and give it back. Socket.ReadPooled reads into a buffer taken from a
+// pool for each try and given back when the try finds nothing: a socket
+// waiting for its next request holds no buffer.
 //
 // syscall.Read and its kin tell the scheduler that the thread may block,
 // so that it can hand the thread's processor to another thread should the
