@@ -17,13 +17,18 @@
 // A request waits in AcquireRequest, on its caller's goroutine, or
 // parked (Park), with none: its grant, its deadline or its cancellation
 // is told once, on a goroutine started then. Both wait in one queue.
+// A request on its way to wait, from a caller that cannot wait itself to
+// one that can, may hold a place in it meanwhile (TryReserve): counted
+// against Q, so that a burst is refused at once rather than taken for
+// waiters, but not a place in line, which it takes only when it comes to
+// wait (an arrival that finds a slot freed meanwhile may take it first).
 //
 // Invariants, all kept under one mutex:
 //
 //   - Exact cap: an admission happens only while fewer than N hold a slot
 //     and fewer than W hold a waiting place, and a request queues only
-//     while fewer than Q wait (all classes together; a class with a Limit
-//     holds at most Limit of them). So at most N are admitted, W of them
+//     while fewer than Q wait or hold a Reservation (all classes together;
+//     a class with a Limit holds at most Limit of them). So at most N are admitted, W of them
 //     before their first token, and Q wait, at any instant, except after
 //     a limit was lowered (below).
 //   - Exact prefill-token budget: an admission happens only when the
@@ -41,7 +46,8 @@
 //     a TokenCount, which never evicts a waiter.
 //   - No false rejection: ErrQueueFull is returned only when N, W or P
 //     has no room for the request (or somebody waits) and the queue holds
-//     Q waiters, or the request's class holds Limit; ErrQueueTokens only
+//     Q waiters and reservations together, or the request's class holds
+//     Limit; ErrQueueTokens only
 //     when somebody waits and the queued tokens leave no room for its
 //     own.
 //   - No barging: a new arrival is admitted directly only when nobody

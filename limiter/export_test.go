@@ -40,14 +40,17 @@ func (l *Limiter) CheckInvariants() error {
 	if l.waiting < 0 {
 		errs = append(errs, fmt.Errorf("waiting = %d < 0", l.waiting))
 	}
+	if l.reserved < 0 {
+		errs = append(errs, fmt.Errorf("reserved = %d < 0", l.reserved))
+	}
 	if l.prefilling < 0 || l.prefilling > l.holding {
 		errs = append(errs, fmt.Errorf("prefilling = %d out of [0, holding = %d]", l.prefilling, l.holding))
 	}
 	if l.prefillTokens < 0 || l.queuedTokens < 0 || (l.prefilling == 0 && l.prefillTokens != 0) {
 		errs = append(errs, fmt.Errorf("prefill tokens = %d with prefilling = %d, queued tokens = %d", l.prefillTokens, l.prefilling, l.queuedTokens))
 	}
-	if l.waiting > l.queueBound || l.queueBound < l.queueLen {
-		errs = append(errs, fmt.Errorf("waiting = %d > queue bound = %d (queueLen = %d)", l.waiting, l.queueBound, l.queueLen))
+	if l.waiting+l.reserved > l.queueBound || l.queueBound < l.queueLen {
+		errs = append(errs, fmt.Errorf("waiting = %d and reserved = %d > queue bound = %d (queueLen = %d)", l.waiting, l.reserved, l.queueBound, l.queueLen))
 	}
 	if l.waiting != 0 && l.roomLocked() && l.nextFitsLocked() {
 		errs = append(errs, fmt.Errorf("holding = %d < slots = %d, prefilling = %d < waiting limit = %d and the next waiter fits %d - %d tokens, with waiting = %d: free room is not handed to a waiter",

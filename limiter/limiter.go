@@ -117,7 +117,10 @@ type Limiter struct {
 	holding    int // admitted, not released
 	prefilling int // admitted, before their first token, not released
 	waiting    int
-	queue      queue
+	// reserved counts the queue places held by Reservations: requests on
+	// their way to wait (TryReserve), counted with the waiters against Q.
+	reserved int
+	queue    queue
 	// prefillLimit (P) and queueTokenLimit are math.MaxInt64 when unset;
 	// prefillTokens are the tokens of the requests counted in prefilling,
 	// queuedTokens those of the waiters.
@@ -288,7 +291,7 @@ func (l *Limiter) verdictLocked(cls int, t int64) verdict {
 	}
 	c := &l.classes[cls]
 	switch {
-	case l.waiting >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit):
+	case l.waiting+l.reserved >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit):
 		return refused
 	case l.waiting > 0 && t > l.queueTokenLimit-l.queuedTokens:
 		// Into an empty queue a request is never refused for its size.
