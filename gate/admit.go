@@ -39,6 +39,10 @@ type Request struct {
 	// classifier did not defer (a deferred one has its watch running on
 	// its goroutine already).
 	Park Parker
+	// Held, when set, is the queue place the adapter holds for the request
+	// (AdmitAtOnce): the request takes it if it waits, and Admit gives it
+	// back otherwise, however it decides.
+	Held *limiter.Reservation
 	// Tokens, when set, counts the request's prompt tokens for the
 	// limits that bound tokens (the prefill-token and queue token limits);
 	// a negative count says the adapter could not count them.
@@ -139,6 +143,7 @@ func refuse(ex *Exchange, o Outcome) Decision {
 // The checks come in this order: draining, TooLarge, busy, then the
 // classifier and the limiter.
 func (g *Gate) Admit(ctx context.Context, ex *Exchange, req Request) Decision {
+	defer req.Held.Release() // unless the request took its place (tryOrPark)
 	if g.arrive(ex, req) {
 		return Decision{}
 	}
@@ -179,10 +184,11 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 	if g.policy == nil && ctx.Err() == nil {
 		// Most requests are admitted or refused at once: they need
 		// neither the wait's context nor the watch.
-		if d, done := g.tryOrPark(ctx, lim, ex, &req, limiter.Request{Tokens: tokens}, &read); done {
+		if d, done := g.tryOrPark(ctx, lim, ex, &req, limiter.Request{Tokens: tokens, Held: req.Held}, &read); done {
 			return d
 		}
 	}
+	req.Held.Release() // it waits as a request that held nothing
 	d := g.admitWaiting(ctx, lim, ex, req, tokens, &read)
 	return g.withRead(d, read)
 }
@@ -192,18 +198,30 @@ func (g *Gate) admitTo(ctx context.Context, lim *limiter.Limiter, ex *Exchange, 
 // wait on its goroutine. A request to park has its body read first
 // (readFirst): the adapter hands it on with the request. When the
 // adapter then cannot park it, req's Watch and read say that the body was
-// read, for the wait that follows.
+// read, for the wait that follows. A request to park holds its queue
+// place from the first ask (limiter.TryReserve, or the adapter's, in
+// lreq.Held) until it takes it (limiter.Park): the body's read and the
+// adapter's Park take long enough for a burst of requests to arrive, and
+// each would otherwise find the place free, be taken for a request to
+// park, and be refused only once parked.
 func (g *Gate) tryOrPark(ctx context.Context, lim *limiter.Limiter, ex *Exchange, req *Request, lreq limiter.Request, read *bool) (d Decision, done bool) {
-	p, err := lim.TryAcquire(lreq)
-	switch {
-	case err == nil:
-		return g.decided(g.withRead(g.grant(ex, p), *read), ex), true
-	case !errors.Is(err, limiter.ErrWouldWait):
-		return g.decided(g.withRead(g.refuseAcquire(ex, err, nil, false), *read), ex), true
+	parkable := req.Park != nil && req.Park.Parkable()
+	var p *limiter.Permit
+	var err error
+	if parkable {
+		p, lreq.Held, err = lim.TryReserve(lreq)
+	} else {
+		p, err = lim.TryAcquire(lreq)
 	}
-	if req.Park == nil || !req.Park.Parkable() {
+	switch {
+	case p != nil:
+		return g.decided(g.withRead(g.grant(ex, p), *read), ex), true
+	case err != nil && !errors.Is(err, limiter.ErrWouldWait):
+		return g.decided(g.withRead(g.refuseAcquire(ex, err, nil, false), *read), ex), true
+	case !parkable:
 		return Decision{}, false
 	}
+	defer lreq.Held.Release() // unless Park took the place
 	if !*read {
 		if d, ok := g.readFirst(ctx, ex, req.Watch); !ok {
 			return g.decided(d, ex), true

@@ -1,8 +1,6 @@
 package gate
 
 import (
-	"errors"
-
 	"github.com/slotgate/slotgate/limiter"
 )
 
@@ -45,27 +43,31 @@ func (g *Gate) RefuseAtOnce(ex *Exchange) bool {
 // Admit would decide it at arrival. done false means the gate could not
 // decide at once: the request would wait in the queue, or the gate would
 // have to read it first (an admission policy, limits per rank, a token
-// limit); then the gate changed nothing, and the request goes to Admit
-// as usual with an exchange of its own (ex is dropped).
+// limit); then the gate changed nothing but this: a request that would
+// wait holds its place in the queue (held, limiter.TryReserve), so that
+// the requests that arrive while it goes to Admit are refused at once, as
+// they would be once it waits. The adapter releases held just before the
+// request goes to Admit as usual, with an exchange of its own (ex is
+// dropped), or when it drops the request.
 // On done, the exchange is admitted (d.Admitted, holding a slot) or has
 // its refusal outcome, counted as Admit counts it; either way the adapter
 // ends it with Finish.
-func (g *Gate) AdmitAtOnce(ex *Exchange) (d Decision, done bool) {
+func (g *Gate) AdmitAtOnce(ex *Exchange) (d Decision, held *limiter.Reservation, done bool) {
 	if g.policy != nil || g.ranks.ranked || g.ranks.CountsTokens() {
-		return Decision{}, false
+		return Decision{}, nil, false
 	}
 	if g.arrive(ex, Request{}) {
-		return Decision{}, true
+		return Decision{}, nil, true
 	}
 	lim, rank, _ := g.ranks.pick(false, Unpinned)
-	p, err := lim.TryAcquire(limiter.Request{})
-	if errors.Is(err, limiter.ErrWouldWait) {
-		return Decision{}, false
+	p, held, err := lim.TryReserve(limiter.Request{})
+	if held != nil {
+		return Decision{}, held, false
 	}
 	ex.Rank = rank
 	g.obs.Received()
 	if err != nil {
-		return g.decided(g.refuseAcquire(ex, err, nil, false), ex), true
+		return g.decided(g.refuseAcquire(ex, err, nil, false), ex), nil, true
 	}
-	return g.decided(g.grant(ex, p), ex), true
+	return g.decided(g.grant(ex, p), ex), nil, true
 }

@@ -201,7 +201,9 @@ func TestRefuseAtOnceByTheRank(t *testing.T) {
 // TestAdmitAtOnce: where Admit would admit or refuse at arrival,
 // AdmitAtOnce decides the same, with the same outcome, slot and
 // Observer; where the request would wait, or the gate must read it
-// first, it leaves the gate as it was.
+// first, it leaves the gate as it was, but for the queue place a request
+// that would wait holds until it releases it: meanwhile the next request
+// is refused at once.
 func TestAdmitAtOnce(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -225,13 +227,19 @@ func TestAdmitAtOnce(t *testing.T) {
 				policy: tc.policy, held: tc.held, queued: tc.queued})
 			before := lims[1].Stats()
 			var ex gate.Exchange
-			d, done := gates[1].AdmitAtOnce(&ex)
+			d, held, done := gates[1].AdmitAtOnce(&ex)
 			if done != (tc.want != "") || done && ex.Outcome != tc.want || d.Admitted != (tc.want == gate.AdmittedDirect) {
 				t.Fatalf("AdmitAtOnce = %+v, %v, outcome %q; want %q", d, done, ex.Outcome, tc.want)
+			}
+			if wouldWait := tc.name == "room in the queue"; (held != nil) != wouldWait {
+				t.Fatalf("AdmitAtOnce held a queue place: %v; want %v", held != nil, wouldWait)
 			}
 			if !done {
 				if after := lims[1].Stats(); !reflect.DeepEqual(after, before) || obs[1].received != 0 || len(obs[1].decided) != 0 {
 					t.Errorf("left to Admit, yet the gate changed: %+v, then %+v, %d received", before, after, obs[1].received)
+				}
+				if held != nil {
+					wantHeldPlace(t, gates[1], held)
 				}
 				return
 			}
@@ -265,7 +273,25 @@ func TestAdmitAtOnceLeavesRanks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ex gate.Exchange
-	if d, done := g.AdmitAtOnce(&ex); done {
+	if d, _, done := g.AdmitAtOnce(&ex); done {
 		t.Fatalf("decided %+v (%s), want it left to Admit", d, ex.Outcome)
 	}
+}
+
+// wantHeldPlace checks that held, the queue's last place, refuses the
+// next request at once, and that its release gives the place back.
+func wantHeldPlace(t *testing.T, g *gate.Gate, held *limiter.Reservation) {
+	t.Helper()
+	var next gate.Exchange
+	if _, h, done := g.AdmitAtOnce(&next); !done || h != nil || next.Outcome != gate.RejectedCapacity {
+		t.Errorf("with the last place held: AdmitAtOnce done %v, outcome %q; want RejectedCapacity", done, next.Outcome)
+	}
+	g.Finish(&next, false)
+	held.Release()
+	var again gate.Exchange
+	_, h, done := g.AdmitAtOnce(&again)
+	if done || h == nil {
+		t.Fatalf("after the release: AdmitAtOnce done %v, outcome %q; want the place held again", done, again.Outcome)
+	}
+	h.Release()
 }

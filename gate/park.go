@@ -18,6 +18,8 @@ import (
 type Parker interface {
 	// Parkable reports whether the request could be parked, before
 	// anything of it is read: the gate then has the Watch read it first.
+	// It is asked before the limiter, so that a request to park holds its
+	// queue place from the first ask.
 	Parkable() bool
 	// Park takes the request off its goroutine; false says it cannot,
 	// and the request then waits as any other.

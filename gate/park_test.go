@@ -334,3 +334,81 @@ func (c *classifier) got() []string {
 	defer c.mu.Unlock()
 	return slices.Clone(c.events)
 }
+
+// slowParker is a parker whose Park waits until released: the adapter's
+// own work as it parks (net/http's hijack, the request's bytes copied).
+type slowParker struct {
+	*parker
+	parking, release chan struct{}
+}
+
+func (p *slowParker) Park() bool {
+	close(p.parking)
+	<-p.release
+	return p.parker.Park()
+}
+
+// TestParkHoldsItsPlace: a request to park holds its queue place from
+// the limiter's first answer until it waits, through the body's read and
+// the adapter's Park: a request that arrives meanwhile is refused at
+// once, as it would be once the first waits, rather than taken for a
+// request to park and refused only once parked. A place the adapter held
+// (Request.Held) is taken the same way, and given back when the request
+// is decided otherwise.
+func TestParkHoldsItsPlace(t *testing.T) {
+	for _, adapterHeld := range []bool{false, true} {
+		t.Run(map[bool]string{false: "held by the gate", true: "held by the adapter"}[adapterHeld], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, lim, _ := newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, nil)
+				var holder, waiter, next gate.Exchange
+				if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+					t.Fatalf("holder: %+v", d)
+				}
+				req := gate.Request{}
+				if adapterHeld {
+					var done bool
+					if _, req.Held, done = g.AdmitAtOnce(&gate.Exchange{}); done || req.Held == nil {
+						t.Fatalf("AdmitAtOnce: done %v, held %v; want the place held", done, req.Held)
+					}
+				}
+				pk := &slowParker{parker: newParker(), parking: make(chan struct{}), release: make(chan struct{})}
+				req.Park = pk
+				ch := admitAsync(context.Background(), g, &waiter, req)
+				<-pk.parking
+				if d := g.Admit(context.Background(), &next, gate.Request{Park: newParker()}); d.Parked || next.Outcome != gate.RejectedCapacity {
+					t.Errorf("a request while the first parks: %+v, outcome %q; want RejectedCapacity", d, next.Outcome)
+				}
+				g.Finish(&next, false)
+				close(pk.release)
+				if d := <-ch; !d.Parked {
+					t.Fatalf("the first: %+v, want it parked", d)
+				}
+				if s := lim.Stats(); s.Waiting != 1 {
+					t.Fatalf("waiting %d, want 1", s.Waiting)
+				}
+				req.Held.Release() // taken by the wait: gives nothing back
+				g.Finish(&holder, false)
+				synctest.Wait()
+				if d := <-pk.resumed; !d.Admitted {
+					t.Fatalf("the parked request: %+v", d)
+				}
+				g.Finish(&waiter, false)
+				synctest.Wait()
+				if s := lim.Stats(); s.Holding != 0 || s.Waiting != 0 {
+					t.Errorf("after both finished: %+v", s)
+				}
+				// Every place is back: two requests fill the slot and the queue.
+				var a, b gate.Exchange
+				if d := g.Admit(context.Background(), &a, gate.Request{}); !d.Admitted {
+					t.Errorf("a fresh request: %+v", d)
+				}
+				if _, held, done := g.AdmitAtOnce(&b); done || held == nil {
+					t.Errorf("the queue's place after all ended: done %v, held %v; want it held", done, held)
+				} else {
+					held.Release()
+				}
+				g.Finish(&a, false)
+			})
+		})
+	}
+}

@@ -104,6 +104,13 @@ type Request struct {
 	// larger of Tokens and the count, as it stands at each step. See
 	// TokenCount.
 	TokenCount *TokenCount
+	// Held, when set, is the queue place this request holds on its way to
+	// wait (TryReserve): its own, not counted against it. A decision other
+	// than "would wait" (TryAcquire, Refuses, TryReserve), and any decision
+	// of AcquireRequest or Park, ends it under the same lock, the request
+	// taking the place it held when it waits; so no other request can take
+	// the place in between.
+	Held *Reservation
 }
 
 // Limiter is an exact admission gate of three limits and a queue. The zero
@@ -202,7 +209,9 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, err
 	}
 	l.mu.Lock()
 	t := requestTokens(req)
-	if v := l.admitLocked(req.Class, t); v != waits {
+	v := l.admitLocked(req, t)
+	l.endHeldLocked(req)
+	if v != waits {
 		l.mu.Unlock()
 		return l.atOnce(v, req.Class, t)
 	}
@@ -228,7 +237,10 @@ func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 	}
 	l.mu.Lock()
 	t := requestTokens(req)
-	v := l.admitLocked(req.Class, t)
+	v := l.admitLocked(req, t)
+	if v != waits {
+		l.endHeldLocked(req)
+	}
 	l.mu.Unlock()
 	if v == waits {
 		return nil, ErrWouldWait
@@ -251,7 +263,10 @@ func (l *Limiter) Refuses(req Request) error {
 	}
 	l.mu.Lock()
 	t := requestTokens(req)
-	v := l.verdictLocked(req.Class, t)
+	v := l.verdictLocked(req, t)
+	if v != granted && v != waits {
+		l.endHeldLocked(req)
+	}
 	l.mu.Unlock()
 	if v == granted || v == waits {
 		return nil
@@ -274,8 +289,8 @@ const (
 // just arrived, with l.mu held, and takes the slot when it is granted one.
 // It neither locks nor unlocks: its callers do both, so the lock's extent
 // reads off each caller.
-func (l *Limiter) admitLocked(cls int, t int64) verdict {
-	v := l.verdictLocked(cls, t)
+func (l *Limiter) admitLocked(req Request, t int64) verdict {
+	v := l.verdictLocked(req, t)
 	if v == granted {
 		l.holding++
 		l.prefilling++
@@ -284,14 +299,15 @@ func (l *Limiter) admitLocked(cls int, t int64) verdict {
 	return v
 }
 
-// verdictLocked is admitLocked's verdict, taking nothing.
-func (l *Limiter) verdictLocked(cls int, t int64) verdict {
+// verdictLocked is admitLocked's verdict, taking nothing. The queue
+// places held count against the request, but for its own (Request.Held).
+func (l *Limiter) verdictLocked(req Request, t int64) verdict {
 	if l.waiting == 0 && l.roomLocked() && l.fitsLocked(t) {
 		return granted
 	}
-	c := &l.classes[cls]
+	c := &l.classes[req.Class]
 	switch {
-	case l.waiting+l.reserved >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit):
+	case l.waiting+l.reserved-l.ownLocked(req) >= l.queueLen || (c.limit > 0 && c.waiting >= c.limit):
 		return refused
 	case l.waiting > 0 && t > l.queueTokenLimit-l.queuedTokens:
 		// Into an empty queue a request is never refused for its size.

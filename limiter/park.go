@@ -26,7 +26,9 @@ func (l *Limiter) Park(req Request, then func(*Permit, error)) (*Parked, *Permit
 	pk := &Parked{l: l, then: then}
 	l.mu.Lock()
 	t := requestTokens(req)
-	if v := l.admitLocked(req.Class, t); v != waits {
+	v := l.admitLocked(req, t)
+	l.endHeldLocked(req)
+	if v != waits {
 		l.mu.Unlock()
 		p, err := l.atOnce(v, req.Class, t)
 		return nil, p, err

@@ -10,24 +10,32 @@ import "sync/atomic"
 // as if it waited, so that requests arriving meanwhile are refused at
 // once, as they would be once it waits, rather than also taken for
 // requests that will wait and refused later, the place taken. A request
-// admitted or refused at once is answered as TryAcquire answers it.
+// admitted or refused at once is answered as TryAcquire answers it; one
+// that holds a place already (req.Held) and still would wait keeps it.
 //
-// The holder releases the reservation (Release) just before it asks
-// again the usual way (AcquireRequest, Park), or when it drops the
-// request: a reservation never released takes a queue place for good.
+// The holder asks again the usual way with the reservation
+// (Request.Held), which then ends under the limiter's lock as the request
+// is decided or takes its place in the queue; or it releases it (Release)
+// when it drops the request: a reservation never ended takes a queue
+// place for good.
 func (l *Limiter) TryReserve(req Request) (*Permit, *Reservation, error) {
 	if err := l.classErr(req.Class); err != nil {
 		return nil, nil, err
 	}
 	l.mu.Lock()
 	t := requestTokens(req)
-	v := l.admitLocked(req.Class, t)
-	if v == waits {
+	v := l.admitLocked(req, t)
+	held := req.Held
+	switch {
+	case v != waits:
+		l.endHeldLocked(req)
+	case l.ownLocked(req) == 0:
+		held = &Reservation{l: l}
 		l.reserved++
 	}
 	l.mu.Unlock()
 	if v == waits {
-		return nil, &Reservation{l: l}, nil
+		return nil, held, nil // a request that holds a place keeps it
 	}
 	p, err := l.atOnce(v, req.Class, t)
 	return p, nil, err
@@ -40,12 +48,29 @@ type Reservation struct {
 	released atomic.Bool
 }
 
+// ownLocked is 1 when req holds a place of l's (Request.Held) not given
+// back yet, 0 otherwise.
+func (l *Limiter) ownLocked(req Request) int {
+	if r := req.Held; r != nil && r.l == l && !r.released.Load() {
+		return 1
+	}
+	return 0
+}
+
+// endHeldLocked gives back the place req holds, if any, with l.mu held:
+// the request was decided, or it takes its place in the queue now.
+func (l *Limiter) endHeldLocked(req Request) {
+	if l.ownLocked(req) == 1 && req.Held.released.CompareAndSwap(false, true) {
+		l.reserved--
+	}
+}
+
 // Release gives the place back. The request then asks again, and may find
 // the place taken: it is refused then, as it would have been without the
 // reservation. Release is safe to call more than once, from any
-// goroutine; the first call gives the place back.
+// goroutine, and on nil; the first call gives the place back.
 func (r *Reservation) Release() {
-	if !r.released.CompareAndSwap(false, true) {
+	if r == nil || !r.released.CompareAndSwap(false, true) {
 		return
 	}
 	l := r.l

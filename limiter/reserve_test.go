@@ -134,3 +134,60 @@ func TestTryReserveRace(t *testing.T) {
 		t.Errorf("with every slot free: TryReserve = %v, %v, %v; want a permit", p, r, err)
 	}
 }
+
+// TestReservationTakesItsPlace: a request that asks with its own
+// reservation (Request.Held) is not refused for the place it holds: it
+// would wait and keeps the place (TryAcquire, TryReserve), then takes it
+// in the queue (Park), the reservation ending under the same lock, so
+// that no other request takes the place in between.
+func TestReservationTakesItsPlace(t *testing.T) {
+	l := newLimiter(t, limiter.Options{Slots: 1, QueueLen: 1})
+	slot, err := l.TryAcquire(limiter.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, r, err := l.TryReserve(limiter.Request{})
+	if r == nil || err != nil {
+		t.Fatalf("TryReserve = %v, %v", r, err)
+	}
+	own := limiter.Request{Held: r}
+	if _, err := l.TryAcquire(own); !errors.Is(err, limiter.ErrWouldWait) {
+		t.Errorf("TryAcquire with its own place = %v; want ErrWouldWait", err)
+	}
+	if err := l.Refuses(own); err != nil {
+		t.Errorf("Refuses with its own place = %v; want nil", err)
+	}
+	if _, again, err := l.TryReserve(own); again != r || err != nil {
+		t.Errorf("TryReserve with its own place = %p, %v; want the same reservation %p", again, err, r)
+	}
+	if _, _, err := l.TryReserve(limiter.Request{}); !errors.Is(err, limiter.ErrQueueFull) {
+		t.Errorf("another request, the place held: TryReserve = %v; want ErrQueueFull", err)
+	}
+	granted := make(chan error, 1)
+	pk, p, err := l.Park(own, func(p *limiter.Permit, err error) {
+		if p != nil {
+			p.Release()
+		}
+		granted <- err
+	})
+	if pk == nil || p != nil || err != nil {
+		t.Fatalf("Park with its own place = %v, %v, %v; want it queued", pk, p, err)
+	}
+	if st := l.Stats(); st.Waiting != 1 {
+		t.Errorf("after Park: %+v; want one waiting", st)
+	}
+	if _, _, err := l.TryReserve(limiter.Request{}); !errors.Is(err, limiter.ErrQueueFull) {
+		t.Errorf("another request, the place taken: TryReserve = %v; want ErrQueueFull", err)
+	}
+	r.Release() // ended by Park: gives nothing back
+	if err := l.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+	slot.Release()
+	if err := <-granted; err != nil {
+		t.Errorf("the parked request: %v", err)
+	}
+	if err := l.CheckInvariants(); err != nil {
+		t.Error(err)
+	}
+}

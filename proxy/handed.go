@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/limiter"
 )
 
 // Handed is a request the front end began before net/http read it
@@ -15,8 +16,13 @@ import (
 // engine's failure. The listener gives it to the handler of the next
 // request net/http reads from the connection, which is this request
 // (TakeHanded); the handler goes on from where the front end stopped,
-// and never sends the request to the engine twice.
+// and never sends the request to the engine twice. A request the front
+// end found would wait is handed on with no exchange, only its place in
+// the queue held (held): its handler asks the gate as for any request,
+// with the place (gate.Request.Held), which the request takes if it waits
+// (ServeHTTP).
 type Handed struct {
+	held *limiter.Reservation
 	ex   *exchange
 	d    gate.Decision
 	sent bool // the engine has the request: resp or err is its outcome
@@ -36,7 +42,11 @@ type HandedConn interface {
 // its connection closed first (the client left, or the server shut
 // down). Its slot goes back and its access-log line is written.
 func (hd *Handed) Abandon() {
+	hd.releasePlace()
 	ex := hd.ex
+	if ex == nil {
+		return
+	}
 	ex.cut.Now()
 	if hd.resp != nil {
 		_ = hd.resp.Body.Close()
@@ -49,6 +59,18 @@ func (hd *Handed) Abandon() {
 	}
 	ex.out.status = StatusClientClosedRequest
 	ex.p.end(ex, true, time.Now())
+}
+
+// releasePlace gives back the queue place hd holds, if any; hd may be
+// nil.
+func (hd *Handed) releasePlace() { hd.place().Release() }
+
+// place is the queue place hd holds, or nil; hd may be nil.
+func (hd *Handed) place() *limiter.Reservation {
+	if hd == nil {
+		return nil
+	}
+	return hd.held
 }
 
 // handedOf returns the Handed that goes with r, taking it, or nil.

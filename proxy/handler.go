@@ -19,10 +19,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveResumed(pk, w, r)
 		return
 	}
-	if hd := handedOf(r); hd != nil {
+	hd := handedOf(r)
+	if hd != nil && hd.ex != nil {
 		p.serveHanded(hd, w, r)
 		return
 	}
+	defer hd.releasePlace() // whatever happens before Admit
 	ex := p.newExchange(w, r)
 	defer p.finish(ex, true)
 	if p.passthrough[r.URL.Path] {
@@ -36,6 +38,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ex.park.ex = ex
 		req.Park = &ex.park
 	}
+	req.Held = hd.place() // the front end's hold on a queue place: Admit's now
 	d := p.gate.Admit(r.Context(), &ex.Exchange, req)
 	if ex.park.parked {
 		return // the exchange is the parking's now (park.go)

@@ -36,7 +36,10 @@ import (
 // body, a field it would have to clean up) or an engine failure is handed on: the request
 // goes to net/http with its exchange (Handed), whose handler finishes it
 // from the engine's answer or error on the usual path, without sending it
-// again. While the engine works, the client is watched for a hang-up once
+// again. A request that would wait goes to net/http to be parked, with
+// its place in the queue held meanwhile (Handed, gate.AdmitAtOnce): under
+// an overload storm, the requests that come while it makes its way there
+// are refused here, not also taken for waiters. While the engine works, the client is watched for a hang-up once
 // the answer is slower than watchAfter (EarlyClient.Watch), as net/http's
 // background read watches it: a client that leaves cancels its request
 // at the engine and frees its slot.
@@ -71,8 +74,9 @@ type Early struct {
 	// Gone: the client left (a write failed, or the watch saw it go); no
 	// more requests come from its connection.
 	Gone bool
-	// Handed, when set, is the request's exchange, to go with the request
-	// to net/http: the listener gives it to the handler (TakeHanded).
+	// Handed, when set, is the request's exchange, or only its queue
+	// place, to go with the request to net/http: the listener gives it to
+	// the handler (TakeHanded).
 	Handed *Handed
 	// Lent, when set (with Answered), is a stream whose head went out on
 	// the client's connection (a LendingClient's), for the relay to carry
@@ -128,10 +132,14 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	ex := &exchange{p: p, bytesIn: h.contentLength}
 	ex.ID, ex.Start, ex.Protocol = p.ids.For(string(h.requestID)), time.Now(), gate.ProtocolHTTP
 	ex.out.ex, ex.watch.ex = ex, ex
-	d, done := p.gate.AdmitAtOnce(&ex.Exchange)
+	d, held, done := p.gate.AdmitAtOnce(&ex.Exchange)
 	switch {
+	case !done && held != nil:
+		// It would wait: net/http's, to park, its queue place held
+		// meanwhile.
+		return Early{Handed: &Handed{held: held}}
 	case !done:
-		return Early{} // it would wait: net/http's, to park
+		return Early{} // the gate reads it first: net/http's
 	case !d.Admitted: // refused since refuseAtOnce asked
 		buf := p.early.take()
 		return p.writeEarly(c, buf, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), *buf))

@@ -220,9 +220,10 @@ func BenchmarkAnswerEarly(b *testing.B) {
 
 // TestAnswerEarlyHandsOn: what the front end does not write itself goes
 // on to net/http with its exchange, sent to the engine only where the
-// table says (never twice); a request that would wait is left untouched;
-// a handed exchange whose request net/http never serves ends when
-// abandoned, its slot back.
+// table says (never twice); a request that would wait goes on with only
+// its queue place held, which refuses the next request at once; a handed
+// exchange, or place, whose request net/http never serves ends when
+// abandoned, its slot or place back.
 func TestAnswerEarlyHandsOn(t *testing.T) {
 	eng := &earlyEngine{}
 	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 1},
@@ -272,10 +273,27 @@ func TestAnswerEarlyHandsOn(t *testing.T) {
 		}
 		defer p.Release()
 		before := h.lim.Stats()
-		e := h.proxy.AnswerEarly([]byte("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"), []byte("{}"), newRawClient())
-		if e != (proxy.Early{}) {
-			t.Fatalf("AnswerEarly: %+v, want the request left to net/http", e)
+		head, body := []byte("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"), []byte("{}")
+		e := h.proxy.AnswerEarly(head, body, newRawClient())
+		if e.Answered || e.Lent != nil || e.Handed == nil {
+			t.Fatalf("AnswerEarly: %+v, want the request handed to net/http, its queue place held", e)
 		}
+		if after := h.lim.Stats(); after.Holding != before.Holding || after.Waiting != before.Waiting {
+			t.Errorf("the limiter changed: %+v, then %+v", before, after)
+		}
+		// The place held is the queue's only one: the next request is
+		// refused at once, before net/http reads it.
+		c := newRawClient()
+		if next := h.proxy.AnswerEarly(head, body, c); !next.Answered || !strings.HasPrefix(c.String(), "HTTP/1.1 529 ") {
+			t.Errorf("with the queue's place held: AnswerEarly %+v, wrote %q; want a 529", next, c.String())
+		}
+		// A request net/http never served gives its place back.
+		e.Handed.Abandon()
+		again := h.proxy.AnswerEarly(head, body, newRawClient())
+		if again.Handed == nil {
+			t.Fatalf("after the place came back: AnswerEarly %+v, want it handed on again", again)
+		}
+		again.Handed.Abandon()
 		if after := h.lim.Stats(); after.Holding != before.Holding || after.Waiting != before.Waiting {
 			t.Errorf("the limiter changed: %+v, then %+v", before, after)
 		}
