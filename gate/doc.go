@@ -29,7 +29,10 @@
 //     goroutine, in the class its classifier chose: its Watch reads it first, Admit returns
 //     Decision.Parked, and the Parker is resumed exactly once with the
 //     decision, after its watch of the client ended; a client that leaves
-//     takes the request out of the queue at once.
+//     takes the request out of the queue at once. From the limiter's first
+//     answer that it would wait until it waits, it holds its queue place
+//     (a limiter.Reservation, its own or the adapter's: Request.Held,
+//     AdmitAtOnce), which Admit gives back on any other decision.
 //   - A panic as a parked request resumes (on the limiter's goroutine, the
 //     deadline's timer or the watch's, which nobody else recovers) is
 //     logged with its stack and ends no more than that request: one that
