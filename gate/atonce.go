@@ -46,9 +46,10 @@ func (g *Gate) RefuseAtOnce(ex *Exchange) bool {
 // limit); then the gate changed nothing but this: a request that would
 // wait holds its place in the queue (held, limiter.TryReserve), so that
 // the requests that arrive while it goes to Admit are refused at once, as
-// they would be once it waits. The adapter releases held just before the
-// request goes to Admit as usual, with an exchange of its own (ex is
-// dropped), or when it drops the request.
+// they would be once it waits. The request goes to Admit as usual, with
+// an exchange of its own (ex is dropped) and held (Request.Held), which
+// the request takes if it waits and Admit gives back otherwise; an
+// adapter that drops the request releases held itself.
 // On done, the exchange is admitted (d.Admitted, holding a slot) or has
 // its refusal outcome, counted as Admit counts it; either way the adapter
 // ends it with Finish.

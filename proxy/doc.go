@@ -61,8 +61,9 @@
 //     end does not finish goes to net/http as a Handed, which the handler
 //     goes on from (or Abandon ends), never from the start. A request that
 //     would wait goes to net/http holding its queue place, which the
-//     handler gives back just before it asks the gate, and Abandon if it
-//     never does: a place is never held past its request. What it writes
+//     handler hands to the gate (gate.Request.Held: taken if the request
+//     waits, given back otherwise), and Abandon gives back if net/http
+//     never serves it: a place is never held past its request. What it writes
 //     is what net/http and the plain path would write but the Date; the
 //     engine reads what it would read from the plain path (both fuzzed).
 //   - A stream the front end serves (Early.Lent) has its head written

@@ -39,7 +39,8 @@ import (
 // again. A request that would wait goes to net/http to be parked, with
 // its place in the queue held meanwhile (Handed, gate.AdmitAtOnce): under
 // an overload storm, the requests that come while it makes its way there
-// are refused here, not also taken for waiters. While the engine works, the client is watched for a hang-up once
+// are refused here, not also taken for waiters. While the engine works,
+// the client is watched for a hang-up once
 // the answer is slower than watchAfter (EarlyClient.Watch), as net/http's
 // background read watches it: a client that leaves cancels its request
 // at the engine and frees its slot.
