@@ -175,3 +175,10 @@ func (l *Limiter) checkDRR(d *drr) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Reserved is the number of queue places held by reservations.
+func (l *Limiter) Reserved() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reserved
+}

@@ -109,7 +109,8 @@ type Request struct {
 	// than "would wait" (TryAcquire, Refuses, TryReserve), and any decision
 	// of AcquireRequest or Park, ends it under the same lock, the request
 	// taking the place it held when it waits; so no other request can take
-	// the place in between.
+	// the place in between. A call refused before the limiter looks (a bad
+	// class, a context already ended) gives it back.
 	Held *Reservation
 }
 
@@ -138,9 +139,10 @@ type Limiter struct {
 	lifo                          bool   // adaptive LIFO is on
 	lifoNext                      bool   // a queue timeout happened: the next grant is LIFO
 	seq                           uint64 // arrival order of waiters, for LIFO among classes
-	// queueBound is the most waiters there may be: QueueLen, or more just
-	// after QueueLen was lowered below the waiters then queued. Admission
-	// checks QueueLen; CheckInvariants (tests) checks this bound.
+	// queueBound is the most waiters and reservations there may be:
+	// QueueLen, or more just after QueueLen was lowered below those then
+	// counted. Admission checks QueueLen; CheckInvariants (tests) checks
+	// this bound.
 	queueBound int
 	// classes has at least one entry; Request.Class indexes it. Each class
 	// counts the queue outcomes of its requests; Stats adds them up.
@@ -202,9 +204,11 @@ func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 // ended is refused with ctx.Err(). Neither is counted.
 func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, error) {
 	if err := l.classErr(req.Class); err != nil {
+		req.Held.Release()
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
+		req.Held.Release()
 		return nil, err
 	}
 	l.mu.Lock()
@@ -233,6 +237,7 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, err
 // prepares only when it would wait.
 func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 	if err := l.classErr(req.Class); err != nil {
+		req.Held.Release()
 		return nil, err
 	}
 	l.mu.Lock()
@@ -259,6 +264,7 @@ func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 // prefill-token budget best and the queue's limits come first.
 func (l *Limiter) Refuses(req Request) error {
 	if err := l.classErr(req.Class); err != nil {
+		req.Held.Release()
 		return err
 	}
 	l.mu.Lock()

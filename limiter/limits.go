@@ -136,7 +136,7 @@ func (l *Limiter) update(f func(Limits) Limits) error {
 
 func (l *Limiter) setLimitsLocked(lim Limits) {
 	l.slots, l.waitLimit, l.queueLen = unsetAsMax(lim.Slots), unsetAsMax(lim.WaitingLimit), lim.QueueLen
-	l.queueBound = max(lim.QueueLen, l.waiting)
+	l.queueBound = max(lim.QueueLen, l.waiting+l.reserved)
 	l.prefillLimit, l.queueTokenLimit = tokensUnsetAsMax(lim.PrefillTokenLimit), tokensUnsetAsMax(lim.QueueTokenLimit)
 }
 

@@ -19,7 +19,9 @@ import (
 // TestModel drives a limiter with many goroutines doing random Acquire
 // calls (plain, cancelled before or while waiting, with a context timeout
 // or a request deadline; of random prompt tokens, some with a TokenCount
-// raised while they wait) while a changer alters the limits at random
+// raised while they wait; some holding their queue place first, with
+// TryReserve, for a few yields, then asking with it or dropping it)
+// while a changer alters the limits at random
 // (SetSlots on N alone, or SetLimits on N, W, Q, P and the queue token
 // limit, now and then with invalid limits that must be refused). Each admitted request reports its
 // first token never, once, twice, concurrently with its Release or after
@@ -210,6 +212,7 @@ type model struct {
 	direct, queuedOK, rejected, rejectedTokens, timedOut, cancelledQueued, endedBefore atomic.Uint64
 	onQueuedCalls                                                                      atomic.Uint64
 	badClass                                                                           atomic.Uint64
+	dropped                                                                            atomic.Uint64 // reserved, then released unasked
 	perClass                                                                           []classSeen
 
 	failed atomic.Bool
@@ -332,6 +335,9 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 			req.TokenCount = m.growingCount(rng, req.Tokens, wg)
 		}
 	}
+	if !badClass && rng.IntN(8) == 0 && !m.reserveFirst(rng, &req, seen) {
+		return
+	}
 	queued := 0
 	req.OnQueued = func() {
 		queued++
@@ -396,6 +402,40 @@ func (m *model) op(rng *rand.Rand, wg *sync.WaitGroup) {
 	default:
 		m.fail("Acquire: unexpected error %v (ctx.Err() = %v)", err, ctx.Err())
 	}
+}
+
+// reserveFirst has the request hold its queue place before it asks
+// (TryReserve), as slotgate's front end has it on its way to be parked:
+// after a few yields it asks with the place (req.Held), or drops it. It
+// reports whether the request goes on to AcquireRequest; one admitted or
+// refused at once, or dropped, is done.
+func (m *model) reserveFirst(rng *rand.Rand, req *limiter.Request, seen *classSeen) bool {
+	p, r, err := m.l.TryReserve(*req)
+	switch {
+	case p != nil:
+		m.direct.Add(1)
+		m.hold(rng, p)
+		return false
+	case errors.Is(err, limiter.ErrQueueFull):
+		m.rejected.Add(1)
+		seen.rejected.Add(1)
+		return false
+	case errors.Is(err, limiter.ErrQueueTokens):
+		m.rejectedTokens.Add(1)
+		seen.rejectedTokens.Add(1)
+		return false
+	case err != nil || r == nil:
+		m.fail("TryReserve = %v, %v, %v", p, r, err)
+		return false
+	}
+	yield(rng.IntN(10))
+	if rng.IntN(4) == 0 {
+		r.Release() // dropped: the client left on its way
+		m.dropped.Add(1)
+		return false
+	}
+	req.Held = r
+	return true
 }
 
 // hold checks the caps against the observed holders, holds the slot for a
@@ -778,7 +818,7 @@ func (m *model) reconcile(total uint64) {
 	check("TimedOut", s.TimedOut, m.timedOut.Load())
 	check("CancelledWaiting", s.CancelledWaiting, m.cancelledQueued.Load())
 	check("OnQueued calls", m.onQueuedCalls.Load(), m.queuedOK.Load()+m.timedOut.Load()+m.cancelledQueued.Load())
-	seen := m.direct.Load() + m.queuedOK.Load() + m.rejected.Load() + m.rejectedTokens.Load() + m.timedOut.Load() + m.cancelledQueued.Load() + m.endedBefore.Load() + m.badClass.Load()
+	seen := m.direct.Load() + m.queuedOK.Load() + m.rejected.Load() + m.rejectedTokens.Load() + m.timedOut.Load() + m.cancelledQueued.Load() + m.endedBefore.Load() + m.badClass.Load() + m.dropped.Load()
 	check("operations", seen, total)
 	// Each LIFO grant consumes the flag a queue timeout set, and the
 	// waiter it went to took the slot.
@@ -806,6 +846,9 @@ func (m *model) reconcile(total uint64) {
 	}
 	if err := l.CheckInvariants(); err != nil {
 		t.Errorf("at the end: %v", err)
+	}
+	if n := l.Reserved(); n != 0 {
+		t.Errorf("at the end: %d queue places still held", n)
 	}
 	p, err := l.Acquire(context.Background())
 	if err != nil {

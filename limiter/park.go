@@ -21,6 +21,7 @@ import (
 // queue, in one order.
 func (l *Limiter) Park(req Request, then func(*Permit, error)) (*Parked, *Permit, error) {
 	if err := l.classErr(req.Class); err != nil {
+		req.Held.Release()
 		return nil, nil, err
 	}
 	pk := &Parked{l: l, then: then}

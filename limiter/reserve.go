@@ -20,6 +20,7 @@ import "sync/atomic"
 // place for good.
 func (l *Limiter) TryReserve(req Request) (*Permit, *Reservation, error) {
 	if err := l.classErr(req.Class); err != nil {
+		req.Held.Release()
 		return nil, nil, err
 	}
 	l.mu.Lock()
