@@ -114,13 +114,16 @@ func newClasses(opts []Class) ([]class, []error) {
 	return cs, errs
 }
 
-// classErr refuses a Request.Class out of range, wrapping ErrBadClass;
-// nil for one in range, or for any class of an unlimited limiter, which
-// ignores it.
-func (l *Limiter) classErr(i int) error {
+// classErr refuses a request whose Class is out of range, wrapping
+// ErrBadClass, and gives back the queue place it holds (Request.Held):
+// it is refused before the limiter looks. nil for a class in range, or
+// for any class of an unlimited limiter, which ignores it.
+func (l *Limiter) classErr(req Request) error {
+	i := req.Class
 	if uint(i) < uint(len(l.classes)) || l.unlimited {
 		return nil
 	}
+	req.Held.Release()
 	return fmt.Errorf("%w: class %d of %d", ErrBadClass, i, len(l.classes))
 }
 

@@ -203,8 +203,7 @@ func (l *Limiter) Acquire(ctx context.Context) (*Permit, error) {
 // with an error wrapping ErrBadClass; then a context that has already
 // ended is refused with ctx.Err(). Neither is counted.
 func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, error) {
-	if err := l.classErr(req.Class); err != nil {
-		req.Held.Release()
+	if err := l.classErr(req); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -236,21 +235,11 @@ func (l *Limiter) AcquireRequest(ctx context.Context, req Request) (*Permit, err
 // before waiting (a cancellable context, a body read) tries first, and
 // prepares only when it would wait.
 func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
-	if err := l.classErr(req.Class); err != nil {
-		req.Held.Release()
-		return nil, err
-	}
-	l.mu.Lock()
-	t := requestTokens(req)
-	v := l.admitLocked(req, t)
-	if v != waits {
-		l.endHeldLocked(req)
-	}
-	l.mu.Unlock()
-	if v == waits {
+	p, _, err := l.try(req, false)
+	if p == nil && err == nil {
 		return nil, ErrWouldWait
 	}
-	return l.atOnce(v, req.Class, t)
+	return p, err
 }
 
 // Refuses is TryAcquire for a caller that can neither hold a slot nor
@@ -263,8 +252,7 @@ func (l *Limiter) TryAcquire(req Request) (*Permit, error) {
 // a refusal then holds whatever its tokens, since no tokens fit the
 // prefill-token budget best and the queue's limits come first.
 func (l *Limiter) Refuses(req Request) error {
-	if err := l.classErr(req.Class); err != nil {
-		req.Held.Release()
+	if err := l.classErr(req); err != nil {
 		return err
 	}
 	l.mu.Lock()

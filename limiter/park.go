@@ -20,8 +20,7 @@ import (
 // waits. A parked request and one waiting in AcquireRequest share one
 // queue, in one order.
 func (l *Limiter) Park(req Request, then func(*Permit, error)) (*Parked, *Permit, error) {
-	if err := l.classErr(req.Class); err != nil {
-		req.Held.Release()
+	if err := l.classErr(req); err != nil {
 		return nil, nil, err
 	}
 	pk := &Parked{l: l, then: then}

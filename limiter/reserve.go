@@ -19,8 +19,16 @@ import "sync/atomic"
 // when it drops the request: a reservation never ended takes a queue
 // place for good.
 func (l *Limiter) TryReserve(req Request) (*Permit, *Reservation, error) {
-	if err := l.classErr(req.Class); err != nil {
-		req.Held.Release()
+	return l.try(req, true)
+}
+
+// try is TryAcquire's and TryReserve's: the request admitted or refused
+// at once, answered as TryAcquire answers it; or, when it would wait,
+// nothing changed but, with reserve, a place held for it, or the place it
+// held kept. A request that would wait gets (nil, its Reservation, nil),
+// or (nil, nil, nil) without reserve.
+func (l *Limiter) try(req Request, reserve bool) (*Permit, *Reservation, error) {
+	if err := l.classErr(req); err != nil {
 		return nil, nil, err
 	}
 	l.mu.Lock()
@@ -30,12 +38,15 @@ func (l *Limiter) TryReserve(req Request) (*Permit, *Reservation, error) {
 	switch {
 	case v != waits:
 		l.endHeldLocked(req)
-	case l.ownLocked(req) == 0:
+	case reserve && l.ownLocked(req) == 0:
 		held = &Reservation{l: l}
 		l.reserved++
 	}
 	l.mu.Unlock()
 	if v == waits {
+		if !reserve {
+			return nil, nil, nil
+		}
 		return nil, held, nil // a request that holds a place keeps it
 	}
 	p, err := l.atOnce(v, req.Class, t)
