@@ -43,7 +43,9 @@ import (
 // net/http's header deadline runs for it. A request the client sends
 // while net/http still watches the connection (its background read, as
 // it finishes an answer) is kept here until net/http asks for it
-// (holdNext). Early answers stop before the server shuts down
+// (holdNext). A request the front end parks leaves net/http the same way
+// as a stream, and comes back to it with its own bytes ahead of the
+// connection. Early answers stop before the server shuts down
 // (stopEarly).
 
 // earlyAnswerer answers, serves or hands on a request that the listener
@@ -78,7 +80,7 @@ type earlyState struct {
 	handed atomic.Pointer[proxy.Handed]
 	// lent is the stream the front end served, whose head went out, for
 	// the relay to carry once net/http closed the connection (Close).
-	lent atomic.Pointer[proxy.LentStream]
+	lent atomic.Pointer[proxy.Lent]
 	// client is the connection's client as its early requests see it,
 	// with their watch.
 	client earlyClient
@@ -240,11 +242,13 @@ func (c *strictConn) answerEarly() bool {
 }
 
 // lend lets net/http go of the connection for the relay to carry a
-// stream the front end served on it: net/http's reads fail as a client
-// gone's (stLent), which it answers with nothing, and its Close starts the
-// stream in place of closing. The stream counts as a head given to
-// net/http, which the relay's AnsweredOutside counts answered.
-func (c *strictConn) lend(s *proxy.LentStream) {
+// stream the front end served on it, or for a request the front end
+// parked to wait: net/http's reads fail as a client gone's (stLent),
+// which it answers with nothing, and its Close starts the stream, or
+// queues the request, in place of closing. Either counts as a head given
+// to net/http: the relay's AnsweredOutside counts the stream answered,
+// and net/http the parked request, which it serves once decided.
+func (c *strictConn) lend(s *proxy.Lent) {
 	c.given++
 	c.lent.Store(s)
 	c.setStage(stLent)
@@ -259,6 +263,13 @@ func (c *strictConn) TakeHanded() *proxy.Handed { return c.handed.Swap(nil) }
 // connection gives it to the relay instead (lend).
 func (c *strictConn) Close() error {
 	if s := c.lent.Swap(nil); s != nil {
+		if s.Parks() {
+			// The request comes back to net/http from its own bytes,
+			// and net/http's reads of the connection after it are its
+			// waits for the next request.
+			c.headerRead.Store(false)
+			c.setStage(stHead)
+		}
 		s.Start(len(c.in) == 0) // what is left is the client's next request
 		return nil
 	}

@@ -69,30 +69,44 @@ func needRelay(t *testing.T) {
 	}
 }
 
-func parkedRequest(id string) string {
+// parkedTarget is a parked request's target whose percent-encoded
+// query keeps it off the front end, which leaves it to net/http, whose
+// handler parks it. frontEndTarget is one the front end parks itself.
+const (
+	parkedTarget   = "/v1/completions?x=1&y=%20z"
+	frontEndTarget = "/v1/completions?x=1&y=z"
+)
+
+func parkedRequestTo(target, id string) string {
 	body := fmt.Sprintf(`{"prompt":"parked %s"}`, id)
-	return fmt.Sprintf("POST /v1/completions?x=1&y=%%20z HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nX-Custom: a\r\nX-Custom: b\r\n"+
-		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body)
+	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nX-Custom: a\r\nX-Custom: b\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", target, id, len(body), body)
 }
 
 // TestParkedRequests: requests that wait in the queue leave net/http while
 // they wait (no goroutine, not net/http's two and their buffers), and
 // come back whole: each reaches the engine as its client sent it, is
 // answered on its connection, and the connection serves the client's
-// next request, a pipelined one included. So with an admission policy,
-// whose classifier decides each at once.
+// next request, a pipelined one included: parked by net/http's handler,
+// or by the front end before net/http reads them (a plain request). So
+// with an admission policy, whose classifier decides each at once.
 func TestParkedRequests(t *testing.T) {
 	needRelay(t)
-	for _, withPolicy := range []bool{false, true} {
-		name := "no policy"
-		if withPolicy {
-			name = "policy"
-		}
-		t.Run(name, func(t *testing.T) { testParkedRequests(t, withPolicy) })
+	for _, tc := range []struct {
+		name       string
+		withPolicy bool
+		target     string
+	}{
+		{"net/http's", false, parkedTarget},
+		{"the front end's", false, frontEndTarget},
+		{"policy", true, parkedTarget},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testParkedRequests(t, tc.withPolicy, tc.target) })
 	}
 }
 
-func testParkedRequests(t *testing.T, withPolicy bool) {
+func testParkedRequests(t *testing.T, withPolicy bool, target string) {
+	parkedRequest := func(id string) string { return parkedRequestTo(target, id) }
 	eng := newRecordingEngine(t)
 	args := []string{"--engine-request-limit", "1", "--request-queue-limit", "64", "--enable-profiling"}
 	if withPolicy {
@@ -163,7 +177,7 @@ func testParkedRequests(t *testing.T, withPolicy bool) {
 	}
 	for _, id := range []string{"p0", "p7", "p39", "p0-pipelined", "p3-again"} {
 		got, ok := eng.request(id)
-		want := fmt.Sprintf(`POST /v1/completions?x=1&y=%%20z ["a" "b"] {"prompt":"parked %s"}`, id)
+		want := fmt.Sprintf(`POST %s ["a" "b"] {"prompt":"parked %s"}`, target, id)
 		if !ok || got != want {
 			t.Errorf("the engine got %s as\n%s\nwant\n%s", id, got, want)
 		}
@@ -178,8 +192,16 @@ func testParkedRequests(t *testing.T, withPolicy bool) {
 
 // TestParkedRequestTimesOut: a parked request whose queue delay passes is
 // answered with the overload error on its connection, which then serves
-// the client's next request.
+// the client's next request: parked by net/http's handler or by the
+// front end.
 func TestParkedRequestTimesOut(t *testing.T) {
+	for _, target := range []string{parkedTarget, frontEndTarget} {
+		t.Run(target, func(t *testing.T) { testParkedRequestTimesOut(t, target) })
+	}
+}
+
+func testParkedRequestTimesOut(t *testing.T, target string) {
+	parkedRequest := func(id string) string { return parkedRequestTo(target, id) }
 	eng := newRecordingEngine(t)
 	sg := start(t, eng.srv.URL, nil, "--engine-request-limit", "1", "--request-queue-limit", "4", "--queue-timeout", "200ms")
 	holder := make(chan result, 1)

@@ -72,3 +72,24 @@ func (g *Gate) AdmitAtOnce(ex *Exchange) (d Decision, held *limiter.Reservation,
 	}
 	return g.decided(g.grant(ex, p), ex), nil, true
 }
+
+// ParkAtOnce parks the request of ex, which AdmitAtOnce found would wait
+// and whose queue place held is, for an adapter that holds the request
+// off its goroutine already (slotgate's HTTP/1.1 front end, which kept
+// the request's bytes): pk's Park is not called. The request waits as
+// Admit would park it, and its decision goes to pk.Resume, on this
+// goroutine when the gate decides at once (a slot freed, or the gate
+// began draining or found the engine busy since AdmitAtOnce: the
+// exchange has its refusal outcome then, as from Admit). The caller does
+// nothing more with ex.
+func (g *Gate) ParkAtOnce(ex *Exchange, pk Parker, held *limiter.Reservation) {
+	if g.arrive(ex, Request{}) {
+		held.Release()
+		pk.Resume(Decision{})
+		return
+	}
+	lim, rank, _ := g.ranks.pick(false, Unpinned)
+	ex.Rank = rank
+	g.obs.Received()
+	g.park(lim, ex, pk, limiter.Request{Held: held}, false)
+}

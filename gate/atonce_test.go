@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/slotgate/slotgate/admission"
@@ -294,4 +295,98 @@ func wantHeldPlace(t *testing.T, g *gate.Gate, held *limiter.Reservation) {
 		t.Fatalf("after the release: AdmitAtOnce done %v, outcome %q; want the place held again", done, again.Outcome)
 	}
 	h.Release()
+}
+
+// TestParkAtOnce: a request AdmitAtOnce found would wait, parked by its
+// adapter with its held place (ParkAtOnce), waits in that place and is
+// resumed with its decision: the slot once its holder leaves, or at once
+// when a slot freed before it was parked, or a refusal when the gate began
+// draining or found the engine busy meanwhile; a refused one gives its
+// place back. The Observer hears what Admit would have told it.
+func TestParkAtOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		since func(g *gate.Gate, holder *gate.Exchange, busy *atomic.Bool) // between AdmitAtOnce and ParkAtOnce
+		want  gate.Outcome
+		calls []string
+		queue bool // it waits in the queue until the holder leaves
+	}{
+		{name: "waits", since: func(*gate.Gate, *gate.Exchange, *atomic.Bool) {}, want: gate.AdmittedQueued,
+			calls: []string{"watch", "unwatch", "resume"}, queue: true},
+		{name: "a slot freed", since: func(g *gate.Gate, h *gate.Exchange, _ *atomic.Bool) { g.Finish(h, false) },
+			want: gate.AdmittedDirect, calls: []string{"watch", "unwatch", "resume"}},
+		{name: "draining", since: func(g *gate.Gate, _ *gate.Exchange, _ *atomic.Bool) { g.StartDraining() },
+			want: gate.RejectedDraining, calls: []string{"resume"}},
+		{name: "busy", since: func(_ *gate.Gate, _ *gate.Exchange, b *atomic.Bool) { b.Store(true) },
+			want: gate.RejectedBusy, calls: []string{"resume"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var busy atomic.Bool
+			g, lim, obs := newGate(t, limiter.Options{Slots: 1, QueueLen: 1}, func(o *gate.Options) { o.Busy = busy.Load })
+			var holder, ex gate.Exchange
+			if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+				t.Fatalf("holder: %+v", d)
+			}
+			_, held, done := g.AdmitAtOnce(&ex)
+			if done || held == nil {
+				t.Fatalf("AdmitAtOnce: done %v, held %v; want the request to wait", done, held)
+			}
+			tc.since(g, &holder, &busy)
+			pk := newParker()
+			g.ParkAtOnce(&ex, pk, held)
+			if tc.queue {
+				if s := lim.Stats(); s.Waiting != 1 {
+					t.Fatalf("waiting %d, want 1", s.Waiting)
+				}
+				wantQueueFull(t, g)
+				g.Finish(&holder, false)
+			}
+			d := <-pk.resumed
+			if d.Admitted != (tc.want == gate.AdmittedQueued || tc.want == gate.AdmittedDirect) || ex.Outcome != tc.want {
+				t.Fatalf("resumed with %+v, outcome %q; want %q", d, ex.Outcome, tc.want)
+			}
+			if got := pk.got(); !slices.Equal(got, tc.calls) {
+				t.Errorf("the parker was asked %v, want %v", got, tc.calls)
+			}
+			g.Finish(&ex, false)
+			// The holder, an admitted request, and the refusal wantQueueFull
+			// asks for: a request refused before the limiter is not received.
+			if want := 1 + boolInt(d.Admitted) + boolInt(tc.queue); obs.received != want {
+				t.Errorf("received %d, want %d", obs.received, want)
+			}
+			if !d.Admitted {
+				busy.Store(false)
+				if s := lim.Stats(); s.Waiting != 0 {
+					t.Errorf("refused, yet %d wait", s.Waiting)
+				}
+				if tc.want == gate.RejectedBusy {
+					var next gate.Exchange
+					_, h, _ := g.AdmitAtOnce(&next)
+					if h == nil {
+						t.Errorf("the refused request kept its place: the next one is %q", next.Outcome)
+					}
+					h.Release()
+				}
+			}
+		})
+	}
+}
+
+// wantQueueFull checks that the next request is refused at once: the
+// queue's places are taken.
+func wantQueueFull(t *testing.T, g *gate.Gate) {
+	t.Helper()
+	var next gate.Exchange
+	if _, h, done := g.AdmitAtOnce(&next); !done || h != nil || next.Outcome != gate.RejectedCapacity {
+		t.Errorf("with the queue full: AdmitAtOnce done %v, outcome %q; want RejectedCapacity", done, next.Outcome)
+	}
+	g.Finish(&next, false)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -32,7 +32,9 @@
 //     takes the request out of the queue at once. From the limiter's first
 //     answer that it would wait until it waits, it holds its queue place
 //     (a limiter.Reservation, its own or the adapter's: Request.Held,
-//     AdmitAtOnce), which Admit gives back on any other decision.
+//     AdmitAtOnce), which Admit gives back on any other decision. An
+//     adapter that holds the request off its goroutine itself parks it
+//     with that place (ParkAtOnce), which a refusal there gives back.
 //   - A panic as a parked request resumes (on the limiter's goroutine, the
 //     deadline's timer or the watch's, which nobody else recovers) is
 //     logged with its stack and ends no more than that request: one that

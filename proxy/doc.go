@@ -60,15 +60,18 @@
 //     not at all, and sent to the engine at most once: whatever the front
 //     end does not finish goes to net/http as a Handed, which the handler
 //     goes on from (or Abandon ends), never from the start. A request that
-//     would wait goes to net/http holding its queue place, which the
-//     handler hands to the gate (gate.Request.Held: taken if the request
-//     waits, given back otherwise), and Abandon gives back if net/http
-//     never serves it: a place is never held past its request. What it writes
+//     would wait is parked by the front end from its bytes (earlypark.go:
+//     its place taken in the queue once net/http let go of the
+//     connection, gate.ParkAtOnce), or goes to net/http holding its queue
+//     place, which the handler hands to the gate (gate.Request.Held:
+//     taken if the request waits, given back otherwise), and Abandon
+//     gives back if net/http never serves it: a place is never held past
+//     its request. What it writes
 //     is what net/http and the plain path would write but the Date; the
 //     engine reads what it would read from the plain path (both fuzzed).
 //   - A stream the front end serves (Early.Lent) has its head written
 //     as handOff writes it, and the relay carries its body only once
-//     net/http let go of the connection (LentStream.Start, from the
+//     net/http let go of the connection (Lent.Start, from the
 //     listener's Close): from then on it is a relayed stream as any,
 //     but that its client, with nothing read past its request, is kept
 //     in the relay after the answer until its next request, which the

@@ -25,7 +25,7 @@ import (
 // lends the connection to the relay: the listener makes net/http let go of
 // the connection (its reads fail as a client gone's, which net/http
 // answers with nothing), and in place of closing it, starts the stream
-// (LentStream.Start). The relay keeps the client's socket after the
+// (Lent.Start). The relay keeps the client's socket after the
 // answer, when nothing of the client's next request was read, until that
 // request comes (then Relay.Resume serves it, as handOff's connections
 // are served again) or the client hangs up (then the relay closes it):
@@ -40,26 +40,6 @@ type LendingClient interface {
 	// Conn is the client's connection, for the relay once net/http let go
 	// of it (Early.Lent).
 	Conn() net.Conn
-}
-
-// LentStream is a stream whose head went out and whose body the relay is
-// to carry on the client's connection, once net/http let go of it.
-type LentStream struct{ rs *relayed }
-
-// Start gives the stream to the relay, which ends it; one the relay
-// refuses ends here, its connections closed. clear says the connection
-// holds nothing the client sent past the stream's request: the relay may
-// then keep the client's socket once the answer ended, until its next
-// request (relay.Stream.Park), which a client that hangs up after one
-// stream never sends.
-func (l *LentStream) Start(clear bool) {
-	rs := l.rs
-	if clear && rs.keep {
-		rs.stream.Park, rs.stream.ParkIdle = rs.ex.p.relay.Resume, rs.ex.p.relay.Idle
-	}
-	if rs.add() != nil {
-		rs.ex.p.end(rs.ex, false, time.Now())
-	}
 }
 
 // streamsEarly reports whether the front end may serve the stream of h

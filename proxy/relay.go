@@ -198,7 +198,7 @@ type relayed struct {
 	stream relay.Stream
 	// lent starts a stream the front end served (earlystream.go), once
 	// net/http let go of its connection.
-	lent LentStream
+	lent Lent
 }
 
 func (rs *relayed) data(p []byte) {

@@ -37,9 +37,10 @@ import (
 // goes to net/http with its exchange (Handed), whose handler finishes it
 // from the engine's answer or error on the usual path, without sending it
 // again. A request that would wait goes to net/http to be parked, with
-// its place in the queue held meanwhile (Handed, gate.AdmitAtOnce): under
-// an overload storm, the requests that come while it makes its way there
-// are refused here, not also taken for waiters. While the engine works,
+// its place in the queue held meanwhile (Handed, gate.AdmitAtOnce), unless
+// the front end parks it itself (earlypark.go): under an overload storm,
+// the requests that come while it makes its way to the queue are refused
+// here, not also taken for waiters. While the engine works,
 // the client is watched for a hang-up once
 // the answer is slower than watchAfter (EarlyClient.Watch), as net/http's
 // background read watches it: a client that leaves cancels its request
@@ -81,10 +82,11 @@ type Early struct {
 	Handed *Handed
 	// Lent, when set (with Answered), is a stream whose head went out on
 	// the client's connection (a LendingClient's), for the relay to carry
-	// once net/http let go of the connection: the listener fails
-	// net/http's reads as a client gone's, and at net/http's Close starts
-	// the stream in place of closing (earlystream.go).
-	Lent *LentStream
+	// (earlystream.go), or a request parked to wait in the queue
+	// (earlypark.go), either once net/http let go of the connection: the
+	// listener fails net/http's reads as a client gone's, and at
+	// net/http's Close starts it in place of closing.
+	Lent *Lent
 }
 
 // watchAfter is how long an early request's engine may take before its
@@ -136,8 +138,11 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 	d, held, done := p.gate.AdmitAtOnce(&ex.Exchange)
 	switch {
 	case !done && held != nil:
-		// It would wait: net/http's, to park, its queue place held
-		// meanwhile.
+		// It would wait: parked here, or else net/http's to park, its
+		// queue place held meanwhile.
+		if e, ok := p.parkEarly(ex, h, head, body, c, held); ok {
+			return e
+		}
 		return Early{Handed: &Handed{held: held}}
 	case !done:
 		return Early{} // the gate reads it first: net/http's
