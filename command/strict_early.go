@@ -79,7 +79,8 @@ type earlyState struct {
 	// handler takes it (TakeHanded) or the connection closes.
 	handed atomic.Pointer[proxy.Handed]
 	// lent is the stream the front end served, whose head went out, for
-	// the relay to carry once net/http closed the connection (Close).
+	// the relay to carry, or the request it parked, for the queue, once
+	// net/http closed the connection (Close).
 	lent atomic.Pointer[proxy.Lent]
 	// client is the connection's client as its early requests see it,
 	// with their watch.
@@ -260,7 +261,8 @@ func (c *strictConn) TakeHanded() *proxy.Handed { return c.handed.Swap(nil) }
 
 // Close closes the connection; an exchange handed on with a request
 // that net/http never served ends here. net/http's Close of a lent
-// connection gives it to the relay instead (lend).
+// connection gives it to the relay, or its parked request to the queue,
+// instead (lend).
 func (c *strictConn) Close() error {
 	if s := c.lent.Swap(nil); s != nil {
 		if s.Parks() {
