@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,22 +18,33 @@ import (
 const earlyParked = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Request-Id: parked-1\r\nContent-Type: application/json\r\n" +
 	"Content-Length: 18\r\n\r\n{\"prompt\":\"wait\"}\n"
 
+// queueOfOne is a proxy with one slot, taken (holder, released when the
+// test ends if not before), and one place in the queue, in front of
+// earlyEngine, with the relay; options adjusts the proxy's options.
+func queueOfOne(t *testing.T, options func(*proxy.Options)) (h *harness, eng *earlyEngine, holder *limiter.Permit) {
+	t.Helper()
+	eng = &earlyEngine{}
+	h = newRelayHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 1}, options: options})
+	holder, err := h.lim.TryAcquire(limiter.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(holder.Release)
+	return h, eng, holder
+}
+
 // offerParked offers earlyParked to AnswerEarly on a real connection, and
 // returns what the front end did and the client's end.
-func offerParked(t *testing.T, h *harness) (proxy.Early, *bufio.Reader, func(string)) {
+func offerParked(t *testing.T, h *harness) (proxy.Early, net.Conn, *bufio.Reader) {
 	t.Helper()
 	client, server := loopback.Pair(t)
 	_ = client.SetDeadline(time.Now().Add(bound))
 	head, body, _ := strings.Cut(earlyParked, "\r\n\r\n")
 	e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), lendingClient{server})
-	send := func(s string) {
-		t.Helper()
-		if _, err := io.WriteString(client, s); err != nil {
-			t.Fatal(err)
-		}
+	if e.Lent == nil || !e.Lent.Parks() {
+		t.Fatalf("AnswerEarly: %+v, want the request parked (lent)", e)
 	}
-	t.Cleanup(func() { _ = client.Close() })
-	return e, bufio.NewReader(client), send
+	return e, client, bufio.NewReader(client)
 }
 
 // TestAnswerEarlyParks: a request that would wait is parked by the front
@@ -43,15 +55,10 @@ func offerParked(t *testing.T, h *harness) (proxy.Early, *bufio.Reader, func(str
 // client sent it and is answered on its connection through net/http,
 // which then serves the client's next request.
 func TestAnswerEarlyParks(t *testing.T) {
-	eng := &earlyEngine{}
-	h := newRelayHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 1}})
-	holder, err := h.lim.TryAcquire(limiter.Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, br, send := offerParked(t, h)
-	if !e.Answered || e.Gone || e.Handed != nil || e.Lent == nil || !e.Lent.Parks() {
-		t.Fatalf("AnswerEarly: %+v, want the request parked (lent)", e)
+	h, eng, holder := queueOfOne(t, nil)
+	e, client, br := offerParked(t, h)
+	if !e.Answered || e.Gone || e.Handed != nil {
+		t.Fatalf("AnswerEarly: %+v, want the request answered by its parking", e)
 	}
 	// Its place is held before it is queued: the next request is refused.
 	c := newRawClient()
@@ -81,7 +88,9 @@ func TestAnswerEarlyParks(t *testing.T) {
 	if s.done["admitted_queued"] != 1 || s.done["rejected_capacity"] != 1 {
 		t.Errorf("outcomes %v, want one admitted_queued and one rejected_capacity", s.done)
 	}
-	send("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+	if _, err := io.WriteString(client, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
 	if resp, err := http.ReadResponse(br, nil); err != nil {
 		t.Fatalf("the next request on the connection: %v", err)
 	} else {
@@ -94,19 +103,8 @@ func TestAnswerEarlyParks(t *testing.T) {
 // request is parked leaves the queue at once (cancelled_queued), its
 // request never reaching the engine.
 func TestAnswerEarlyParkedClientLeaves(t *testing.T) {
-	eng := &earlyEngine{}
-	h := newRelayHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1, QueueLen: 1}})
-	holder, err := h.lim.TryAcquire(limiter.Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Release()
-	client, server := loopback.Pair(t)
-	head, body, _ := strings.Cut(earlyParked, "\r\n\r\n")
-	e := h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), lendingClient{server})
-	if e.Lent == nil || !e.Lent.Parks() {
-		t.Fatalf("AnswerEarly: %+v, want the request parked", e)
-	}
+	h, eng, _ := queueOfOne(t, nil)
+	e, client, _ := offerParked(t, h)
 	e.Lent.Start(true)
 	h.waitStats("the request queued", func(s limiter.Stats) bool { return s.Waiting == 1 })
 	_ = client.Close()
@@ -135,13 +133,7 @@ func TestAnswerEarlyLeavesParkingToNetHTTP(t *testing.T) {
 		{name: "no connection to lend", lend: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newRelayHarness(t, harnessConfig{engine: &earlyEngine{}, limits: limiter.Options{Slots: 1, QueueLen: 1},
-				options: func(o *proxy.Options) { o.MaxBufferedBodyBytes = tc.budget }})
-			holder, err := h.lim.TryAcquire(limiter.Request{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer holder.Release()
+			h, _, _ := queueOfOne(t, func(o *proxy.Options) { o.MaxBufferedBodyBytes = tc.budget })
 			head, body, _ := strings.Cut(earlyParked, "\r\n\r\n")
 			var c proxy.EarlyClient = newRawClient()
 			if tc.lend {
