@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/limiter"
-	"github.com/slotgate/slotgate/relay"
 )
 
 // Requests parked before net/http: a request the front end finds would
@@ -64,8 +63,8 @@ func (l *Lent) Start(clear bool) {
 // in memory (it waits with the request, as a parked body does). ok false
 // changes nothing: the request goes to net/http with its place.
 func (p *Proxy) parkEarly(ex *exchange, h *earlyHead, head, body []byte, c EarlyClient, held *limiter.Reservation) (e Early, ok bool) {
-	lc, ok := c.(LendingClient)
-	if !ok || p.relay == nil || p.relay.Resume == nil || relay.Usable(lc.Conn()) != nil {
+	conn, ok := p.lendable(c)
+	if !ok || p.relay.Resume == nil {
 		return Early{}, false
 	}
 	n := int64(len(body))
@@ -75,7 +74,7 @@ func (p *Proxy) parkEarly(ex *exchange, h *earlyHead, head, body []byte, c Early
 	ex.watch.held = n
 	ex.line = h.line(c.RemoteAddr())
 	pk := &ex.park
-	pk.ex, pk.conn = ex, lc.Conn()
+	pk.ex, pk.conn = ex, conn
 	pk.ahead = append(append(make([]byte, 0, len(head)+len(body)), head...), body...)
 	return Early{Answered: true, Lent: &Lent{pk: pk, held: held}}, true
 }

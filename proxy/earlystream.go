@@ -47,8 +47,19 @@ type LendingClient interface {
 // and the client's head has no TE field, which may ask for the load
 // report's trailer that only net/http's path adds (reportLoad).
 func (p *Proxy) streamsEarly(h *earlyHead, c EarlyClient) bool {
+	_, ok := p.lendable(c)
+	return ok && !(h.te && p.loadReport != nil)
+}
+
+// lendable returns c's connection when the front end may lend it out of
+// net/http: the relay is on, c is a LendingClient, and the relay can work
+// its socket.
+func (p *Proxy) lendable(c EarlyClient) (net.Conn, bool) {
 	lc, ok := c.(LendingClient)
-	return ok && p.relay != nil && relay.Usable(lc.Conn()) == nil && !(h.te && p.loadReport != nil)
+	if !ok || p.relay == nil || relay.Usable(lc.Conn()) != nil {
+		return nil, false
+	}
+	return lc.Conn(), true
 }
 
 // relayableEarly reports whether the front end gives resp to the relay:
