@@ -111,20 +111,14 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 	}
 }
 
-// write sends req in one write: headers and body together, so that the
-// engine reads them at once. A body too large for a pooled buffer streams
-// through a bounded one instead, so that a large request is never copied
-// whole. With peek, it looks for the engine's close first.
+// write sends req: in one write, headers and body together, so that the
+// engine reads them at once; or, a body read as it is sent (onceBody) or
+// one too large for a pooled buffer, through a buffer of streamBuf
+// (writeStreamed), so that a long prompt is never copied whole. With
+// peek, it looks for the engine's close first.
 func (ec *conn) write(req *http.Request, peek bool) error {
-	if req.ContentLength > maxPooledBuf {
-		if err := ec.look(peek); err != nil {
-			return err
-		}
-		bw := bufio.NewWriterSize(ec.c, largeWriteBuf)
-		if err := req.Write(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
+	if _, once := req.Body.(*onceBody); once || req.ContentLength > maxPooledBuf {
+		return ec.writeStreamed(req, peek)
 	}
 	buf := writeBufs.Get().(*bytes.Buffer)
 	defer putWriteBuf(buf)
@@ -182,13 +176,9 @@ func serialize(buf *bytes.Buffer, req *http.Request) error {
 // write buffer at all.
 var writeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// maxPooledBuf bounds the buffers kept for reuse, so that one large
-// request does not pin its memory.
+// maxPooledBuf bounds the buffers kept for reuse, so that one request
+// with huge headers does not pin their memory.
 const maxPooledBuf = 256 << 10
-
-// largeWriteBuf is the buffer a request larger than maxPooledBuf streams
-// through: its head and the body's first bytes go out together.
-const largeWriteBuf = 64 << 10
 
 func putWriteBuf(buf *bytes.Buffer) {
 	if buf.Cap() > maxPooledBuf {

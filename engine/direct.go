@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -40,21 +41,69 @@ func newDirect(opts Options, dial func(ctx context.Context, network, addr string
 }
 
 // takes reports whether req goes the hand-written way: plain HTTP to the
-// engine, nothing to negotiate, and a body in memory or none.
+// engine, nothing to negotiate, and a body in memory, none, or one that
+// streams with a declared length.
 func (d *direct) takes(req *http.Request, body []byte) bool {
 	if req.URL.Scheme != "http" || req.URL.Host != d.host ||
 		req.Header.Get("Upgrade") != "" || req.Header.Get("Expect") != "" {
 		return false
 	}
-	return body != nil || req.Body == nil || req.Body == http.NoBody
+	return body != nil || !streams(req) || req.ContentLength > 0
 }
+
+// streams reports whether req's body is read as it is sent: it can be
+// sent once only.
+func streams(req *http.Request) bool { return req.Body != nil && req.Body != http.NoBody }
 
 func (d *direct) roundTrip(req *http.Request, body []byte) (*http.Response, error) {
 	out := *req // the caller's request is not changed
+	if body == nil && streams(req) {
+		return d.roundTripStreamed(&out)
+	}
 	return d.retrying(guard{ctx: req.Context()}, replayable(req), func(ec *conn) (*http.Response, error) {
 		out.Body = bodyReader(body)
 		return ec.send(&out, nil, d.maxHead)
 	})
+}
+
+// roundTripStreamed sends out, whose body streams: never again once a
+// byte of it was read, whatever the request (a retry that finds the body
+// begun fails with the error that ended the first try), and closed
+// whatever happens, as a RoundTripper closes it.
+func (d *direct) roundTripStreamed(out *http.Request) (*http.Response, error) {
+	body := &onceBody{ReadCloser: out.Body}
+	out.Body = body
+	var last error
+	resp, err := d.retrying(guard{ctx: out.Context()}, false, func(ec *conn) (*http.Response, error) {
+		if body.read {
+			return nil, fmt.Errorf("%w (its body was partly sent, and is not sent again)", last)
+		}
+		resp, err := ec.send(out, nil, d.maxHead)
+		last = err
+		return resp, err
+	})
+	_ = body.Close()
+	return resp, err
+}
+
+// onceBody is a streamed request body that remembers whether it was read,
+// and is closed once.
+type onceBody struct {
+	io.ReadCloser
+	read, closed bool
+}
+
+func (b *onceBody) Read(p []byte) (int, error) {
+	b.read = true
+	return b.ReadCloser.Read(p)
+}
+
+func (b *onceBody) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return b.ReadCloser.Close()
 }
 
 // guard is what cuts an exchange short: its request's context, or the

@@ -2,10 +2,12 @@
 // sends requests to the engine and reads their answers, over keep-alive
 // connections of its own.
 //
-// The common request (plain HTTP/1.1, a body held in memory or none, no
-// upgrade, no Expect) takes a hand-written path on the caller's goroutine:
-// headers and body go out in one write, and the answer is read from a
-// connection of the client's pool: the common answer's head (HTTP/1.1, a
+// The common request (plain HTTP/1.1, a body held in memory, none, or one
+// of a declared length that streams, no upgrade, no Expect) takes a
+// hand-written path on the caller's goroutine: headers and a body held in
+// memory go out in one write (a body that streams, or a huge one, through
+// a pooled 16 KiB buffer, never copied whole, and never sent twice), and
+// the answer is read from a connection of the client's pool: the common answer's head (HTTP/1.1, a
 // stated length) by a parser of its own, fuzzed to read exactly what
 // http.ReadResponse reads, every other by ReadResponse. On a socket, the
 // write, the look for the engine's close before it and the wait for the

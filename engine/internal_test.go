@@ -178,7 +178,7 @@ func closingListener(t *testing.T) net.Listener {
 // TestInMemoryBodyGoesOutInOneWrite: a request with its body in memory
 // reaches the engine socket in one write with its headers, on the
 // hand-written path up to 256 KiB, and on net/http's path when it fits
-// net/http's write buffer. A larger body streams through a 64 KiB buffer,
+// net/http's write buffer. A larger body streams through a 16 KiB buffer,
 // never copied whole.
 func TestInMemoryBodyGoesOutInOneWrite(t *testing.T) {
 	srv := echoServer(t)
@@ -193,7 +193,7 @@ func TestInMemoryBodyGoesOutInOneWrite(t *testing.T) {
 		{name: "hand-written, small", size: 100, host: srv, maxWrites: 1},
 		{name: "hand-written, 60 KiB", size: 60 << 10, host: srv, maxWrites: 1},
 		{name: "hand-written, 256 KiB", size: 256 << 10, host: srv, maxWrites: 1},
-		{name: "hand-written, 1 MiB, streamed", size: 1 << 20, host: srv, minWrites: 2, maxWrites: 1<<20/(64<<10) + 1},
+		{name: "hand-written, 1 MiB, streamed", size: 1 << 20, host: srv, minWrites: 2, maxWrites: 1<<20/streamBuf + 1},
 		{name: "net/http, small", size: 100, host: "localhost:" + portOf(t, srv), maxWrites: 1},
 	}
 	for _, tc := range tests {

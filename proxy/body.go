@@ -177,7 +177,7 @@ type prefixedBody struct {
 }
 
 // watchedBody records the first read error of a forwarded request body,
-// so that a broken upload is not blamed on the engine.
+// so that a broken upload is not blamed on the engine, and its end.
 type watchedBody struct {
 	io.ReadCloser
 	ex *exchange
@@ -185,7 +185,10 @@ type watchedBody struct {
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
+	switch {
+	case err == io.EOF:
+		b.ex.bodyEnded.Store(true)
+	case err != nil:
 		b.ex.bodyErr.CompareAndSwap(nil, &err)
 	}
 	return n, err

@@ -42,6 +42,9 @@ type exchange struct {
 	// bodyErr is the first error reading a forwarded request body: the
 	// client's fault, not the engine's.
 	bodyErr atomic.Pointer[error]
+	// bodyEnded is set once a body that streams was read to its end:
+	// nothing of it is left on the connection.
+	bodyEnded atomic.Bool
 	// bodyClock is set when the body has a deadline to arrive by,
 	// bodyDeadline (startBodyClock); read-only afterwards.
 	bodyClock    bool

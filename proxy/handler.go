@@ -117,14 +117,16 @@ func (p *Proxy) admissionRequest(ex *exchange) gate.Request {
 }
 
 // prepareBody prepares the body of a request admitted without waiting. A
-// small one with a declared length is read whole first: it has almost
+// short one with a declared length is read whole first: it has almost
 // always arrived with the headers, and the engine client sends an
 // in-memory body in the same write as the headers, where it flushes the
 // headers on their own before streaming any other body (two writes, and
-// two reads at the engine, per request). Others stream, watched.
+// two reads at the engine, per request). Others stream, watched: a long
+// prompt goes to the engine as it is read, through the engine client's
+// buffer of heldBodyMax, never held whole.
 func (ex *exchange) prepareBody() error {
 	r := ex.r
-	if r.ContentLength <= 0 || r.ContentLength > smallBody {
+	if r.ContentLength <= 0 || r.ContentLength > heldBodyMax {
 		ex.streamBody(nil)
 		return nil
 	}
@@ -136,6 +138,13 @@ func (ex *exchange) prepareBody() error {
 	ex.holdBody(buf)
 	return nil
 }
+
+// heldBodyMax is the longest body of a request admitted at once that is
+// read whole before it is sent, the engine client's buffer for bodies
+// that stream (HAProxy's too): 256 prompts of 32 KiB arriving together,
+// each held whole, grew the heap by some 40 KiB a stream, resident long
+// after the bodies were sent (BENCHMARKS.md).
+const heldBodyMax = 16 << 10
 
 // finish runs last for every request but a parked one: first says it
 // runs in the handler that admitted the request, which leaves a parked

@@ -11,9 +11,9 @@ import (
 )
 
 // The plain path forwards the common request without
-// httputil.ReverseProxy: an HTTP/1.x request, with its body held in memory
-// or none, that the engine client's hand-written path takes (no Upgrade,
-// no Expect), to an engine URL with neither path nor query, and whose
+// httputil.ReverseProxy: an HTTP/1.x request, with its body held in
+// memory, none, or one of a declared length that streams, that the engine
+// client's hand-written path takes (no Upgrade, no Expect), to an engine URL with neither path nor query, and whose
 // query ReverseProxy would not clean. ReverseProxy clones the request
 // (its header map, URL and context), hangs a client trace on it for
 // interim answers this path never forwards, and copies the answer through
@@ -45,8 +45,8 @@ func (ex *exchange) plain() bool {
 		!queryKept(r.URL.RawQuery, ex.p.reencodeQueries) {
 		return false
 	}
-	if r.ContentLength != 0 && (ex.body == nil || int64(len(ex.body)) != r.ContentLength) {
-		return false
+	if r.ContentLength < 0 || ex.body != nil && int64(len(ex.body)) != r.ContentLength {
+		return false // chunked: net/http's transport streams it
 	}
 	return r.Header.Get("Upgrade") == "" && r.Header.Get("Expect") == ""
 }
@@ -141,8 +141,11 @@ func (ex *exchange) engineRequest() *http.Request {
 		Method: in.Method, URL: &u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, ContentLength: in.ContentLength, Host: u.Host,
 	}
-	if in.ContentLength != 0 {
+	switch {
+	case ex.body != nil:
 		out.Body = http.NoBody // stands for ex.body, sent by the client's Do
+	case in.ContentLength > 0:
+		out.Body = in.Body // streams, as it is read (prepareBody)
 	}
 	return out.WithContext(in.Context())
 }

@@ -38,7 +38,7 @@ var errRelayed = errors.New("proxy: the answer went to the relay")
 
 // relayable reports whether resp can be relayed: an event stream of 200
 // over HTTP/1.1, chunked by the engine and read by nothing yet, to a
-// client that sent its whole body, asked for no upgrade and takes no
+// client that sent its whole body (held, or streamed to its end), asked for no upgrade and takes no
 // trailer (the load report's is added by the ReverseProxy). An answer
 // whose first token is watched stays with the ReverseProxy, whose copy
 // the watchdog can cut.
@@ -46,7 +46,7 @@ func (ex *exchange) relayable(resp *http.Response, watched bool) bool {
 	r := ex.in
 	if ex.p.relay == nil || watched || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
 		r.Method == http.MethodHead || r.Header.Get("Upgrade") != "" ||
-		ex.bodyPending || (ex.body == nil && r.ContentLength != 0) {
+		(ex.bodyPending || ex.body == nil && r.ContentLength != 0) && !ex.bodyEnded.Load() {
 		return false
 	}
 	return ex.relayCarries(resp)

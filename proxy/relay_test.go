@@ -306,3 +306,50 @@ func TestRelayStopped(t *testing.T) {
 		t.Errorf("access line %v: want a POST to /v1/chat/completions, engine_error", l)
 	}
 }
+
+// TestRelayLongPrompt: a request whose prompt is too long to be held
+// whole streams to the engine as it is read, arrives there byte for
+// byte, and its event stream is still relayed (the body was read to its
+// end before the answer), on a connection kept for the next request.
+func TestRelayLongPrompt(t *testing.T) {
+	for _, size := range []int{40 << 10, 100 << 10} {
+		t.Run(fmt.Sprint(size>>10, "KiB"), func(t *testing.T) {
+			got := make(chan string, 2)
+			sse := sseEngine(5, 0)
+			eng := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				got <- string(b)
+				sse.ServeHTTP(w, r)
+			})
+			var h *harness
+			rel := startRelay(t, func() *http.Server { return h.front.Config })
+			h = newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 2},
+				options: func(o *proxy.Options) { o.Relay = rel }})
+			body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` +
+				strings.Repeat("w", size) + `"}]}`
+			req := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+				fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+			c, br := h.rawConn()
+			for i := range 2 {
+				if _, err := io.WriteString(c, req); err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("answer %d: %v", i, err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				if err != nil || resp.StatusCode != 200 || string(b) != wantSSE(5) || resp.Close {
+					t.Fatalf("answer %d: status %d, close %v, err %v, body %q", i, resp.StatusCode, resp.Close, err, b)
+				}
+				if sent := <-got; sent != body {
+					t.Fatalf("request %d: the engine got %d bytes, not the %d sent", i, len(sent), len(body))
+				}
+			}
+			if n := rel.Loops.Added(); n != 2 {
+				t.Errorf("the relay carried %d streams, want 2", n)
+			}
+			h.waitStats("every slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+		})
+	}
+}
