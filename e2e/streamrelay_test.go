@@ -19,8 +19,9 @@ import (
 // each, one after the other on a kept-alive connection. Every stream
 // arrives whole, every later request reuses its connection (the relay
 // gave it back to the server), the relay carried all 32 or, off, none,
-// the engine never ran more than N, and a client that leaves mid-stream
-// frees its slot and the engine's request.
+// the engine never ran more than N, a request too long to be held whole
+// is streamed to the engine and its answer relayed, and a client that
+// leaves mid-stream frees its slot and the engine's request.
 func TestStreamRelay(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"epoll", "off"} {
@@ -91,6 +92,24 @@ func streamRelayRun(t *testing.T, mode string) {
 			client.CloseIdleConnections()
 		}
 		eventually(t, "the idle connections closed", func() bool { return sg.metric("slotgate_relay_idle_connections") == 0 })
+
+		// A long request (a 24 KiB prompt and a 64 KiB user field, more
+		// than slotgate reads whole before forwarding) streams to the
+		// engine as it is read: the engine gets it whole, and its answer
+		// is relayed all the same.
+		relayed := sg.metric("slotgate_relay_streams_total")
+		longPrompt := fmt.Sprintf(`{"model":"sim-model","user":"%s","prompt":"%s","max_tokens":%d,"ignore_eos":true,"stream":true}`,
+			strings.Repeat("u", 64<<10), strings.Repeat("w ", 12<<10), tokens)
+		client := &http.Client{Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		if r := post(t.Context(), client, sg.proxy, "long-prompt", longPrompt); r.err != nil || r.status != http.StatusOK ||
+			strings.Count(r.body, `"text"`) != tokens || !strings.HasSuffix(r.body, "data: [DONE]\n\n") {
+			t.Errorf("the long prompt's stream: %v, %d, %d text events; want 200, %d events and [DONE]", r.err, r.status,
+				strings.Count(r.body, `"text"`), tokens)
+		}
+		if n := sg.metric("slotgate_relay_streams_total"); n != relayed+1 {
+			t.Errorf("slotgate_relay_streams_total went from %v to %v for the long prompt, want one more", relayed, n)
+		}
 	}
 	engineMetric := func(name string) float64 { return metricValue(scrapeURL(t, eng+"/enginesim/metrics"), name) }
 	if n := engineMetric("enginesim_requests_in_flight_max"); n > 4 {

@@ -56,6 +56,9 @@ func TestRequestBodyTimeout(t *testing.T) {
 	}{
 		{"admitted, declared length", false, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\":"},
 		{"admitted, chunked", false, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"},
+		// A long body streams to the engine as it comes: cut half-way.
+		{"admitted, long, declared length", false, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 40000\r\n\r\n{\"prompt\":\"" +
+			strings.Repeat("w", 20000)},
 		{"queued, declared length", true, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\":"},
 		{"queued, chunked", true, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"},
 	} {
