@@ -13,17 +13,17 @@ import (
 // The plain path forwards the common request without
 // httputil.ReverseProxy: an HTTP/1.x request, with its body held in
 // memory, none, or one of a declared length that streams, that the engine
-// client's hand-written path takes (no Upgrade, no Expect), to an engine URL with neither path nor query, and whose
-// query ReverseProxy would not clean. ReverseProxy clones the request
-// (its header map, URL and context), hangs a client trace on it for
-// interim answers this path never forwards, and copies the answer through
-// a second writer: about a quarter of the fast path's allocations
-// (BENCHMARKS.md). The plain path builds the engine request once, with
-// ReverseProxy's rules (hop-by-hop headers dropped, X-Forwarded-* set, an
-// empty User-Agent kept empty), and copies the answer the way it does
-// (flushed on every write when streamed, trailers announced and sent,
-// a broken copy aborting the client's connection). Every other request
-// takes the ReverseProxy.
+// client's hand-written path takes (no Upgrade, no Expect), to an engine
+// URL with neither path nor query, and whose query ReverseProxy would not
+// clean. ReverseProxy clones the request (its header map, URL and
+// context), hangs a client trace on it for interim answers this path never
+// forwards, and copies the answer through a second writer: about a quarter
+// of the fast path's allocations (BENCHMARKS.md). The plain path builds
+// the engine request once, with ReverseProxy's rules (hop-by-hop headers
+// dropped, X-Forwarded-* set, an empty User-Agent kept empty), and copies
+// the answer the way it does (flushed on every write when streamed,
+// trailers announced and sent, a broken copy aborting the client's
+// connection). Every other request takes the ReverseProxy.
 
 // hopHeaders are the hop-by-hop headers dropped in both directions, as
 // httputil.ReverseProxy drops them (RFC 9110, section 7.6.1, and the

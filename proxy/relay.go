@@ -38,8 +38,9 @@ var errRelayed = errors.New("proxy: the answer went to the relay")
 
 // relayable reports whether resp can be relayed: an event stream of 200
 // over HTTP/1.1, chunked by the engine and read by nothing yet, to a
-// client that sent its whole body (held, or streamed to its end), asked for no upgrade and takes no
-// trailer (the load report's is added by the ReverseProxy). An answer
+// client that sent its whole body (held, or streamed to its end), asked
+// for no upgrade and takes no trailer (the load report's is added by the
+// ReverseProxy). An answer
 // whose first token is watched stays with the ReverseProxy, whose copy
 // the watchdog can cut.
 func (ex *exchange) relayable(resp *http.Response, watched bool) bool {
