@@ -290,8 +290,10 @@ func (g *Gate) decided(d Decision, ex *Exchange) Decision {
 //
 // A classified request that its classifier did not defer (its watch has
 // not started) is admitted, refused or parked at once as one without a
-// policy is (tryOrPark), in the class the classifier chose; read is
-// admitTo's, updated when its body is read to park it.
+// policy is (tryOrPark), in the class the classifier chose; so is one
+// that could be parked once the watch its deferral started has read its
+// body (settleDeferred); read is admitTo's, updated when its body is read
+// to park it.
 func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Exchange, req Request, tokens int64, read *bool) Decision {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -309,6 +311,13 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 	lreq.Tokens = tokens
 	if g.policy != nil {
 		g.obs.Received()
+		if w.started() && !*read && ctx.Err() == nil && req.Park != nil && req.Park.Parkable() {
+			if d, ok := g.settleDeferred(parent, ex, w); !ok {
+				return g.decided(d, ex)
+			}
+			req.Watch = settled{req.Watch}
+			w, *read = newWatcher(req.Watch, cancel), true
+		}
 		if !w.started() && ctx.Err() == nil {
 			if d, done := g.tryOrPark(ctx, lim, ex, &req, lreq, read); done {
 				return d
@@ -346,6 +355,22 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 	}
 	d.Watched = w.started()
 	return g.decided(d, ex)
+}
+
+// settleDeferred ends the watch that the deferral timer started, for a
+// request that could be parked: its classifier took over deferGrace,
+// deferring or merely descheduled on a busy machine. The watch's read of
+// the body is the one a request to park makes first (readFirst), so once
+// it ends the request may be parked still, rather than wait on its
+// goroutine. It reports false, with the refusal, when the read failed.
+func (g *Gate) settleDeferred(parent context.Context, ex *Exchange, w *watcher) (Decision, bool) {
+	err := w.settle(false)
+	if err == nil {
+		return Decision{}, true
+	}
+	d := g.refuseAcquire(ex, context.Canceled, err, parent.Err() != nil)
+	d.Watched = true
+	return d, false
 }
 
 // waitCause is what ended a wait: the watch's body timeout, which may have

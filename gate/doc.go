@@ -24,9 +24,10 @@
 //     client that leaves is seen at once; a watch that fails ends the wait.
 //     A request granted a slot after its client left is never sent: its
 //     slot is handed on and its outcome is cancelled_queued.
-//   - A request the adapter can park (Request.Park; under a Policy, one
-//     its classifier decided without deferring it) waits without its
-//     goroutine, in the class its classifier chose: its Watch reads it first, Admit returns
+//   - A request the adapter can park (Request.Park; under a Policy, once
+//     its classifier decided it, and the Watch its deferral started has
+//     ended) waits without its goroutine, in the class its classifier
+//     chose: its Watch reads it first, Admit returns
 //     Decision.Parked, and the Parker is resumed exactly once with the
 //     decision, after its watch of the client ended; a client that leaves
 //     takes the request out of the queue at once. From the limiter's first

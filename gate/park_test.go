@@ -245,7 +245,8 @@ func TestParkedUnderPolicy(t *testing.T) {
 	}{
 		{name: "granted in its class", session: "batch", parked: true, want: gate.AdmittedQueued, class: "batch", events: "sent,completed"},
 		{name: "the classifier's deadline", session: "due", parked: true, want: gate.RejectedQueueTimeout, class: "interactive", events: "aborted"},
-		{name: "deferred by the classifier", session: "defer", want: gate.AdmittedQueued, class: "interactive", events: "sent,completed"},
+		// Its watch started, and read the body: parked once it has.
+		{name: "deferred by the classifier", session: "defer", parked: true, want: gate.AdmittedQueued, class: "interactive", events: "sent,completed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,6 +316,48 @@ func TestParkedUnderPolicy(t *testing.T) {
 			})
 		})
 	}
+}
+
+// lateWatch is a watch whose read fails only when settled, as a body read
+// that breaks after its request's context was last looked at.
+type lateWatch struct{ watch }
+
+func (w *lateWatch) Start(func(error)) { w.started++ }
+
+// TestDeferredWatchFailsBeforePark: a request whose classifier deferred
+// it, and whose watch's read then fails, is refused with the read's
+// reason when the gate settles the watch to park it: never parked.
+func TestDeferredWatchFailsBeforePark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := funcEventClassifier{c: &classifier{}, classify: func(*admission.Request) error {
+			time.Sleep(10 * time.Millisecond) // past the deferral grace: the watch starts
+			return nil
+		}}
+		g, lim, _ := newGate(t, limiter.Options{Slots: 1, QueueLen: 2,
+			Classes: []limiter.Class{{Name: "interactive", Quantum: 1}}}, func(o *gate.Options) {
+			o.Policy = &gate.Policy{Classifier: policy, Classes: []string{"interactive"}, DefaultClass: "interactive"}
+		})
+		var holder, waiter gate.Exchange
+		if d := g.Admit(context.Background(), &holder, gate.Request{}); !d.Admitted {
+			t.Fatalf("holder: %+v", d)
+		}
+		pk := newParker()
+		w := &lateWatch{watch{err: gate.ErrBodyTimeout}}
+		d := g.Admit(context.Background(), &waiter, gate.Request{Park: pk, Watch: w})
+		if d.Admitted || d.Parked || !d.Watched || waiter.Outcome != gate.RejectedBodyTimeout {
+			t.Fatalf("decision %+v, outcome %s; want refused body_timeout, watched, not parked", d, waiter.Outcome)
+		}
+		if w.started != 1 || !slices.Equal(w.settled, []bool{false}) || len(pk.got()) != 0 {
+			t.Errorf("watch started %d, settled %v, parker asked %v; want started once, settled once, never parked",
+				w.started, w.settled, pk.got())
+		}
+		if s := lim.Stats(); s.Waiting != 0 {
+			t.Errorf("waiting %d, want 0", s.Waiting)
+		}
+		g.Finish(&waiter, false)
+		holder.BeginFlight()
+		g.Finish(&holder, false)
+	})
 }
 
 // funcEventClassifier classifies with its function and records events in c.

@@ -32,7 +32,8 @@ import (
 // small enough to hold. The rest of the rule is the callers': ServeHTTP
 // offers parking only when connections can go back to the server (the
 // relay on), and the gate asks only for a request that would wait (under
-// a policy, once its classifier decided it without deferring it).
+// a policy, once its classifier decided it, and once the watch a
+// deferral started has read its body).
 func (pk *parking) Parkable() bool {
 	p, r := pk.ex.p, pk.ex.in
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
