@@ -125,7 +125,7 @@ func streamProxy(b *testing.B, engine *url.URL, passthrough, relayed bool) *url.
 	var front *http.Server
 	var rel *proxy.Relay
 	if relayed {
-		rel = startRelay(b, func() *http.Server { return front })
+		rel, _ = startRelay(b, func() *http.Server { return front })
 	}
 	u, srv := benchProxyServer(b, engine, lim, func(g *gate.Options, o *proxy.Options) {
 		g.Flights = inflight.New(func() {})

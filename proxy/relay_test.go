@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 func newRelayHarness(t testing.TB, cfg harnessConfig) *harness {
 	t.Helper()
 	var h *harness
-	rel := startRelay(t, func() *http.Server { return h.front.Config })
+	rel, stop := startRelay(t, func() *http.Server { return h.front.Config })
 	options := cfg.options
 	cfg.options = func(o *proxy.Options) {
 		o.Relay = rel
@@ -32,13 +33,17 @@ func newRelayHarness(t testing.TB, cfg harnessConfig) *harness {
 		}
 	}
 	h = newHarness(t, cfg)
+	t.Cleanup(stop) // before the server closes: no connection is given back to it as it does
 	return h
 }
 
-// startRelay runs a relay of one loop until the test ends, and returns
-// it as a proxy's Relay, giving connections back to the server front
-// returns once the proxy serves; it skips where there is no relay.
-func startRelay(tb testing.TB, front func() *http.Server) *proxy.Relay {
+// startRelay runs a relay of one loop until the test ends, or stop, and
+// returns it as a proxy's Relay, giving connections back to the server
+// front returns once the proxy serves (once stopped, it closes them
+// instead); it skips where there is no relay. A test whose server closes
+// in a cleanup registers stop after it, so that the relay does not give a
+// connection back to the server while it closes.
+func startRelay(tb testing.TB, front func() *http.Server) (*proxy.Relay, func()) {
 	tb.Helper()
 	r, err := relay.New(1)
 	if err != nil {
@@ -47,8 +52,26 @@ func startRelay(tb testing.TB, front func() *http.Server) *proxy.Relay {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { r.Run(ctx); close(stopped) }()
-	tb.Cleanup(func() { cancel(); <-stopped })
-	return &proxy.Relay{Loops: r, Resume: func(c net.Conn) { proxy.Resume(front(), c) }}
+	var mu sync.Mutex
+	ended := false
+	stop := func() {
+		cancel()
+		<-stopped
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+	}
+	tb.Cleanup(stop)
+	resume := func(c net.Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			_ = c.Close()
+			return
+		}
+		proxy.Resume(front(), c)
+	}
+	return &proxy.Relay{Loops: r, Resume: resume}, stop
 }
 
 // sseEngine streams n events, each flushed on its own, every gap.
@@ -322,9 +345,10 @@ func TestRelayLongPrompt(t *testing.T) {
 				sse.ServeHTTP(w, r)
 			})
 			var h *harness
-			rel := startRelay(t, func() *http.Server { return h.front.Config })
+			rel, stop := startRelay(t, func() *http.Server { return h.front.Config })
 			h = newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 2},
 				options: func(o *proxy.Options) { o.Relay = rel }})
+			t.Cleanup(stop)
 			body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"` +
 				strings.Repeat("w", size) + `"}]}`
 			req := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
