@@ -245,13 +245,18 @@ func (g *Gate) readFirst(ctx context.Context, ex *Exchange, w Watch) (Decision, 
 		return Decision{}, true
 	}
 	w.Start(func(error) {}) // Settle returns the reason
-	err := w.Settle(false)
-	if err == nil {
-		return Decision{}, true
+	if err := w.Settle(false); err != nil {
+		return g.refusedRead(ex, err, ctx.Err() != nil), false
 	}
-	d := g.refuseAcquire(ex, context.Canceled, err, ctx.Err() != nil)
+	return Decision{}, true
+}
+
+// refusedRead refuses a request whose body, read before admission, did
+// not arrive (err: its reason; gone: the client left).
+func (g *Gate) refusedRead(ex *Exchange, err error, gone bool) Decision {
+	d := g.refuseAcquire(ex, context.Canceled, err, gone)
 	d.Watched = true
-	return d, false
+	return d
 }
 
 // unknownTokens is what a request whose prompt the adapter could not
@@ -364,13 +369,10 @@ func (g *Gate) admitWaiting(parent context.Context, lim *limiter.Limiter, ex *Ex
 // it ends the request may be parked still, rather than wait on its
 // goroutine. It reports false, with the refusal, when the read failed.
 func (g *Gate) settleDeferred(parent context.Context, ex *Exchange, w *watcher) (Decision, bool) {
-	err := w.settle(false)
-	if err == nil {
-		return Decision{}, true
+	if err := w.settle(false); err != nil {
+		return g.refusedRead(ex, err, parent.Err() != nil), false
 	}
-	d := g.refuseAcquire(ex, context.Canceled, err, parent.Err() != nil)
-	d.Watched = true
-	return d, false
+	return Decision{}, true
 }
 
 // waitCause is what ended a wait: the watch's body timeout, which may have
