@@ -113,7 +113,7 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 
 // write sends req: in one write, headers and body together, so that the
 // engine reads them at once; or, a body read as it is sent (onceBody) or
-// one too large for a pooled buffer, through a buffer of streamBuf
+// one too large for a pooled buffer, through a buffer of StreamBuf
 // (writeStreamed), so that a long prompt is never copied whole. With
 // peek, it looks for the engine's close first.
 func (ec *conn) write(req *http.Request, peek bool) error {
@@ -137,9 +137,17 @@ func (ec *conn) look(peek bool) error {
 	return nil
 }
 
-// serialize writes req, head and body, into buf: by appendHead where it
+// requestWriter is what serialize writes a request into: a pooled
+// bytes.Buffer, sent whole (write), or a bufio.Writer on the socket, for
+// a body that streams (writeStreamed).
+type requestWriter interface {
+	io.Writer
+	AvailableBuffer() []byte
+}
+
+// serialize writes req, head and body, into w: by appendHead where it
 // can, else by Request.Write.
-func serialize(buf *bytes.Buffer, req *http.Request) error {
+func serialize(w requestWriter, req *http.Request) error {
 	body := req.Body
 	if body == http.NoBody {
 		body = nil
@@ -148,27 +156,46 @@ func serialize(buf *bytes.Buffer, req *http.Request) error {
 	if body != nil {
 		n = req.ContentLength
 	}
-	head, ok := appendHead(buf.AvailableBuffer(), req, n)
+	head, ok := appendHead(w.AvailableBuffer(), req, n)
 	if !ok || n < 0 || body != nil && n == 0 || req.Body == nil && req.ContentLength != 0 {
-		return req.Write(buf)
+		return req.Write(w)
 	}
-	buf.Write(head)
+	_, _ = w.Write(head) // a buffer's: a bufio.Writer reports a failure in what follows
 	if body == nil {
 		return nil
 	}
 	defer body.Close()
-	if _, err := io.CopyN(buf, body, n); err != nil {
+	if _, err := io.CopyN(w, body, n); err != nil {
 		return err
 	}
 	// Request.Write refuses a body longer than its length rather than
-	// cut it: so does this path. The probe reads into the buffer's spare
-	// room, not kept: a byte array of its own would be allocated (it
-	// escapes through the Read call) for every request with a body.
-	buf.Grow(1)
-	if k, _ := body.Read(buf.AvailableBuffer()[:1]); k > 0 {
+	// cut it: so does this path. The probe reads into w's spare room, not
+	// kept: a byte array of its own would be allocated (it escapes
+	// through the Read call) for every request with a body.
+	probe, err := spareByte(w)
+	if err != nil {
+		return err
+	}
+	if k, _ := body.Read(probe); k > 0 {
 		return fmt.Errorf("engine: request body longer than its ContentLength %d", n)
 	}
 	return nil
+}
+
+// spareByte returns one byte of w's spare room: a buffer grown by one, or
+// a bufio.Writer flushed when full.
+func spareByte(w requestWriter) ([]byte, error) {
+	switch w := w.(type) {
+	case *bytes.Buffer:
+		w.Grow(1)
+	case *bufio.Writer:
+		if w.Available() == 0 {
+			if err := w.Flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return w.AvailableBuffer()[:1], nil
 }
 
 // writeBufs holds the buffers requests are serialised in. A pool rather

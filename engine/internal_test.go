@@ -193,7 +193,7 @@ func TestInMemoryBodyGoesOutInOneWrite(t *testing.T) {
 		{name: "hand-written, small", size: 100, host: srv, maxWrites: 1},
 		{name: "hand-written, 60 KiB", size: 60 << 10, host: srv, maxWrites: 1},
 		{name: "hand-written, 256 KiB", size: 256 << 10, host: srv, maxWrites: 1},
-		{name: "hand-written, 1 MiB, streamed", size: 1 << 20, host: srv, minWrites: 2, maxWrites: 1<<20/streamBuf + 1},
+		{name: "hand-written, 1 MiB, streamed", size: 1 << 20, host: srv, minWrites: 2, maxWrites: 1<<20/StreamBuf + 1},
 		{name: "net/http, small", size: 100, host: "localhost:" + portOf(t, srv), maxWrites: 1},
 	}
 	for _, tc := range tests {

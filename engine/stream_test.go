@@ -37,11 +37,11 @@ func (b *readOnce) Close() error { b.closes++; return nil }
 
 // TestStreamedBodyTakesHandWrittenPath: a body read as it is sent, of a
 // declared length, goes the hand-written way, in writes of at most
-// streamBuf (never copied whole), reaches the engine byte for byte, and
+// StreamBuf (never copied whole), reaches the engine byte for byte, and
 // is closed once.
 func TestStreamedBodyTakesHandWrittenPath(t *testing.T) {
 	srv := echoServer(t)
-	for _, size := range []int{100, streamBuf - 200, 3*streamBuf + 17} {
+	for _, size := range []int{100, StreamBuf - 200, 3*StreamBuf + 17} {
 		c := newTestClient(t, srv)
 		var direct, transport writeCount
 		c.direct.dial = direct.dial(c.direct.dial)
@@ -62,7 +62,7 @@ func TestStreamedBodyTakesHandWrittenPath(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Fatalf("%d bytes: the engine echoed %d bytes (%v), not the body", size, len(got), err)
 		}
-		if n, most := direct.n(), size/streamBuf+2; n < 1 || n > most || transport.n() != 0 {
+		if n, most := direct.n(), size/StreamBuf+2; n < 1 || n > most || transport.n() != 0 {
 			t.Errorf("%d bytes: %d writes on the hand-written path (want 1 to %d), %d on net/http's",
 				size, n, most, transport.n())
 		}
@@ -84,12 +84,12 @@ func TestStreamedBodyNeverSentTwice(t *testing.T) {
 		n++
 		return next(ctx, network, addr)
 	}
-	body := &readOnce{r: strings.NewReader(strings.Repeat("x", 4*streamBuf)), breakAt: 2 * streamBuf}
+	body := &readOnce{r: strings.NewReader(strings.Repeat("x", 4*StreamBuf)), breakAt: 2 * StreamBuf}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+srv+"/", body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.ContentLength = 4 * streamBuf
+	req.ContentLength = 4 * StreamBuf
 	resp, err := c.Do(req, nil)
 	if err == nil {
 		_ = resp.Body.Close()

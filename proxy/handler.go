@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotgate/slotgate/engine"
 	"github.com/slotgate/slotgate/gate"
 )
 
@@ -140,11 +141,11 @@ func (ex *exchange) prepareBody() error {
 }
 
 // heldBodyMax is the longest body of a request admitted at once that is
-// read whole before it is sent, the engine client's buffer for bodies
-// that stream (HAProxy's too): 256 prompts of 32 KiB arriving together,
+// read whole before it is sent: the engine client's buffer for bodies
+// that stream (HAProxy's too). 256 prompts of 32 KiB arriving together,
 // each held whole, grew the heap by some 40 KiB a stream, resident long
 // after the bodies were sent (BENCHMARKS.md).
-const heldBodyMax = 16 << 10
+const heldBodyMax = engine.StreamBuf
 
 // finish runs last for every request but a parked one: first says it
 // runs in the handler that admitted the request, which leaves a parked
