@@ -53,7 +53,7 @@ func main() {
 	flag.StringVar(&o.only, "scenarios", "", "comma-separated scenarios to run ("+strings.Join(scenarioNames(), ", ")+"); empty: all")
 	flag.StringVar(&o.targets, "targets", "", "comma-separated targets every scenario runs on, in that order, instead of its own "+
 		"(direct, slotgate, slotgate-1p, slotgate-nethttp, slotgate-base, haproxy, haproxy-maxqueue, nginx); empty: each scenario's own")
-	flag.StringVar(&o.baseBin, "base-bin", "", "a second slotgate binary, the target slotgate-base (an older build, say), to measure a change in the same run; empty: no slotgate-base")
+	flag.StringVar(&o.baseBin, "base-bin", "", "more slotgate binaries, comma-separated: the targets slotgate-base, slotgate-base2, ... (an older build, say), to measure a change in the same run; empty: none")
 	flag.StringVar(&o.plot, "plot", "", "also write the latency plot (SVG) to this path, e.g. bench/latency.svg; empty: only next to the JSON")
 	flag.StringVar(&o.cpuPlot, "cpu-plot", "", "also write the plot of proxy CPU per event against streams (SVG) to this path, e.g. bench/streams-cpu.svg; empty: only next to the JSON")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (logs, configs, slotgate's CPU profiles of the streams scenarios) instead of removing it")
@@ -175,14 +175,19 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	base := ""
-	if o.baseBin != "" {
-		if base, err = filepath.Abs(o.baseBin); err != nil || !isExec(base) {
-			return fmt.Errorf("--base-bin %s: not an executable", o.baseBin)
+	var base []string
+	for b := range strings.SplitSeq(o.baseBin, ",") {
+		if b == "" {
+			continue
 		}
+		abs, err := filepath.Abs(b)
+		if err != nil || !isExec(abs) {
+			return fmt.Errorf("--base-bin %s: not an executable", b)
+		}
+		base = append(base, abs)
 	}
 	res.Machine = describe(sg, o.haproxy, o.nginx)
-	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, baseBin: base, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
+	e := &env{procs: newProcs(), run: runDir, slotgateBin: sg, baseBins: base, enginesim: sim, haproxy: o.haproxy, nginx: o.nginx, wrk: o.wrk,
 		nginxHTTP2On: nginxHTTP2On(res.Machine.Nginx), only: splitTargets(o.targets), cpuProfile: o.cpuProfile}
 	o.keep = o.keep || o.cpuProfile
 	defer e.procs.stopAll()

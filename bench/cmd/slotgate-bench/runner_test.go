@@ -60,9 +60,13 @@ func TestPickAndTargets(t *testing.T) {
 	if ts := e.targets([]string{"slotgate-base"}, false); len(ts) != 0 {
 		t.Errorf("slotgate-base without --base-bin: %v", ts)
 	}
-	withBase := &env{slotgateBin: "/x/slotgate", baseBin: "/y/slotgate"}
+	withBase := &env{slotgateBin: "/x/slotgate", baseBins: []string{"/y/slotgate"}}
 	if ts := withBase.targets([]string{"slotgate-base", "slotgate", "slotgate-1p"}, false); len(ts) != 3 || ts[0].name != "slotgate-base" {
 		t.Errorf("targets with --base-bin = %v, want slotgate-base, slotgate and slotgate-1p", ts)
+	}
+	withBase.baseBins = append(withBase.baseBins, "/z/slotgate")
+	if ts := withBase.targets([]string{"slotgate-base2", "slotgate-base"}, false); len(ts) != 2 || ts[0].name != "slotgate-base2" || ts[1].name != "slotgate-base" {
+		t.Errorf("targets with two --base-bin = %v, want slotgate-base2 and slotgate-base", ts)
 	}
 	// --targets replaces a scenario's own, in its order; over gRPC the
 	// net/http stream path has no target of its own.

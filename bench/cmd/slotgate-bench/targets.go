@@ -49,10 +49,10 @@ type instance struct {
 // env is what starting a target needs.
 type env struct {
 	procs       *procs
-	run         string // scratch folder for configs and logs
-	slotgateBin string // path of the slotgate binary
-	baseBin     string // path of the slotgate-base binary (--base-bin); "": none
-	enginesim   string // path of the enginesim binary, the gRPC scenario's engine; "": none
+	run         string   // scratch folder for configs and logs
+	slotgateBin string   // path of the slotgate binary
+	baseBins    []string // paths of the slotgate-base binaries (--base-bin)
+	enginesim   string   // path of the enginesim binary, the gRPC scenario's engine; "": none
 	haproxy     string
 	nginx       string
 	wrk         string // wrk binary; "": the wrk scenario is skipped
@@ -91,8 +91,11 @@ func (e *env) targets(names []string, grpc bool) []target {
 			all["slotgate-proxyport"] = e.upSlotgateProxyPort
 		}
 	}
-	if e.baseBin != "" {
-		all["slotgate-base"] = e.upSlotgateBase
+	for i, bin := range e.baseBins {
+		name := baseName(i)
+		all[name] = func(ctx context.Context, up upstream, n, q int) (*instance, error) {
+			return e.upSlotgateFrom(ctx, bin, name, up, n, q)
+		}
 	}
 	if len(e.only) > 0 {
 		names = e.only
@@ -150,10 +153,14 @@ func (e *env) upSlotgateOneProc(ctx context.Context, up upstream, n, q int) (*in
 	return e.upSlotgateWith(ctx, "slotgate-1p", up, n, q, "--max-procs", "1")
 }
 
-// upSlotgateBase starts the --base-bin slotgate as slotgate is started,
-// to compare two builds in one run.
-func (e *env) upSlotgateBase(ctx context.Context, up upstream, n, q int) (*instance, error) {
-	return e.upSlotgateFrom(ctx, e.baseBin, "slotgate-base", up, n, q)
+// baseName names the target of the i-th --base-bin binary, started as
+// slotgate is, to compare builds in one run: slotgate-base, then
+// slotgate-base2, slotgate-base3 and so on.
+func baseName(i int) string {
+	if i == 0 {
+		return "slotgate-base"
+	}
+	return fmt.Sprintf("slotgate-base%d", i+1)
 }
 
 // upSlotgateWith starts slotgate, named name in the logs, with extra
