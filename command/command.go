@@ -95,6 +95,7 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 		log.Error("start-up failed", zap.Error(err))
 		return 1
 	}
+	defer a.relayProcessors()()
 	return a.run(signals)
 }
 

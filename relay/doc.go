@@ -1,25 +1,29 @@
 // Package relay copies streamed HTTP/1.1 answers from engine connections
-// to client connections on a few event loops (one per four processors),
-// instead of a goroutine and its buffers per stream.
+// to client connections on a few event loops (one per four processors
+// unless told otherwise, the first filled first), instead of a goroutine
+// and its buffers per stream.
 //
 // A Stream is an engine answer whose head was already read (its body
 // chunked) and whose head has already gone to the client: from there on,
 // the relay moves the body's bytes unchanged, chunk framing included,
-// from one socket to the other. Each loop owns an epoll instance, parked
-// in Go's netpoller behind a gate that passes its events on only while
-// the loop parks, with each stream's two sockets registered once,
-// edge-triggered; per event of an engine socket it makes one read (a
-// short read drained it) and one write: no read that finds nothing, no
-// change to the epoll set while a stream lives, no goroutine woken per
-// event. A stream whose connections lend their sockets (Mover) is carried
-// on sockets out of Go's netpoller, so that their events wake nothing but
-// the loop; they go back to their connections before Done. Those reads
-// and writes, and the epoll_wait that finds the events, are made raw: on
-// non-blocking descriptors they never block, so the loop keeps its
+// from one socket to the other. Each loop owns an epoll instance, with
+// each stream's two sockets registered once, edge-triggered; per event of
+// an engine socket it makes one read (a short read drained it) and one
+// write: no read that finds nothing, no change to the epoll set while a
+// stream lives, no goroutine woken per event. A stream whose connections
+// lend their sockets (Mover) is carried on sockets out of Go's
+// netpoller, so that their events wake nothing but the loop; they go back
+// to their connections before Done. Those reads and writes are made raw:
+// on non-blocking descriptors they never block, so the loop keeps its
 // processor through them instead of passing through the scheduler's
 // system-call state (a fifth of the CPU per event in BENCHMARKS.md's
-// run). The decoded body (the chunks' data) goes to the
-// stream's OnData as it passes, for token counting.
+// run). While it is busy with streams, a loop waits for their events in
+// epoll_wait itself, raw too, holding its processor, as an event loop's
+// thread in HAProxy or nginx waits (the program raises GOMAXPROCS by the
+// relay's Loops so that the held processors are extra); otherwise it
+// parks in Go's netpoller behind a gate that passes its events on only
+// while the loop parks, holding nothing. The decoded body (the chunks'
+// data) goes to the stream's OnData as it passes, for token counting.
 //
 // A loop also watches connections held idle (Watch: a request parked
 // while it waits) for their peer's hang-up, in the same epoll set; and
@@ -54,7 +58,11 @@
 //     bytes the client has not taken;
 //   - a loop's goroutine ends with the context given to Run, ending every
 //     stream still open as cut;
-//   - every descriptor the loop reads, writes or waits on raw is
-//     non-blocking: a raw call that blocked would hold a processor from
-//     the rest of the program, and a stop-the-world pause with it.
+//   - every descriptor the loop reads or writes raw is non-blocking: a
+//     raw call that blocked would hold a processor from the rest of the
+//     program, and a stop-the-world pause with it; the one raw call that
+//     blocks is the held wait, bounded (4 ms), interrupted by the
+//     runtime's preemption signal, made only by a loop busy with streams
+//     and only when GOMAXPROCS leaves the rest of the program a processor
+//     besides the loops'.
 package relay

@@ -16,10 +16,11 @@ import (
 	"github.com/slotgate/slotgate/internal/rawio"
 )
 
-// Relay spreads streams over its loops, one after the other.
+// Relay spreads streams over its loops: a loop fills before the next
+// is given streams (pick).
 type Relay struct {
 	loops  []*loop
-	next   atomic.Uint32
+	next   atomic.Uint32 // spreads watches over the loops
 	open   atomic.Int64
 	added  atomic.Uint64
 	parked atomic.Int64
@@ -28,10 +29,17 @@ type Relay struct {
 // New returns a relay of n loops, each with its epoll instance; Run runs
 // them. n <= 0 picks one loop per four processors (GOMAXPROCS), at least
 // one: a loop carries some 60,000 events a second on a core, more than
-// one engine's streams, and every loop whose batch ends parks and is
-// woken again, a round trip through the scheduler that a second loop on a
-// two-core machine paid without gain (streams-4096: 18.0 µs per event
-// with two loops, 14.1 with one, HAProxy 14.1).
+// one engine's streams. More loops shorten the inter-token latency tail
+// while the first is busy but not saturated (at 1024 streams on two
+// cores, two loops took added ITL p99 under HAProxy's at about 5% more
+// CPU per event), and cost more once the machine is saturated (at 4096,
+// 1.5 times the CPU per event of one loop, and a longer tail):
+// BENCHMARKS.md, "Loops that hold their processor". A light load stays
+// on the first loop (pick).
+//
+// A busy loop with streams open waits holding its processor (heldWait):
+// a program runs a relay on GOMAXPROCS raised by Loops, so that the held
+// ones are processors of their own and not the rest of the program's.
 func New(n int) (*Relay, error) {
 	if n <= 0 {
 		n = max(1, runtime.GOMAXPROCS(0)/4)
@@ -58,13 +66,24 @@ func (r *Relay) closeLoops() {
 // Run runs every loop until ctx ends, then ends the streams still open
 // (Done with ErrShutdown) and frees the loops. It returns when all have
 // stopped.
+//
+// Its loops hold their processors while they wait for streams' events
+// only when GOMAXPROCS, as Run finds it, leaves the rest of the program
+// at least one processor besides them; otherwise they park in Go's
+// netpoller, streams or not.
 func (r *Relay) Run(ctx context.Context) {
+	hold := runtime.GOMAXPROCS(0) > len(r.loops)
 	var wg sync.WaitGroup
 	for _, l := range r.loops {
+		l.hold = hold
 		wg.Go(func() { l.run(ctx) })
 	}
 	wg.Wait()
 }
+
+// Loops is the number of the relay's loops: the processors its held
+// waits may take (see New).
+func (r *Relay) Loops() int { return len(r.loops) }
 
 // Open is the number of streams being relayed.
 func (r *Relay) Open() int { return int(r.open.Load()) }
@@ -94,13 +113,37 @@ func (r *Relay) Add(s *Stream) error {
 	if err := st.moveOut(); err != nil {
 		return err
 	}
-	l := r.loops[int(r.next.Add(1))%len(r.loops)]
+	l := r.pick()
 	if err := l.add(st); err != nil {
 		st.moveInUsed(Result{Ended: true, EngineReusable: true}) // never carried: both as they were
 		return err
 	}
 	return nil
 }
+
+// pick chooses the loop for a new stream: the first with fewer than
+// spillStreams open, so that a light load stays on one loop (each more
+// loop a stream is spread over wakes for fewer events at a time: 15–20%
+// more CPU per event at 256 streams with two loops than with one); past
+// that, the one with the fewest.
+func (r *Relay) pick() *loop {
+	best := r.loops[0]
+	for _, l := range r.loops {
+		n := l.mine.Load()
+		if n < spillStreams {
+			return l
+		}
+		if n < best.mine.Load() {
+			best = l
+		}
+	}
+	return best
+}
+
+// spillStreams is how many streams a loop takes before the next loop is
+// given new ones: some 19,000 events a second at an engine's pace of one a
+// stream every 20 ms, a third of a core.
+const spillStreams = 384
 
 // Usable reports, with an error saying why not, whether c has a socket
 // the relay can carry: a caller checks before it commits to the relay
@@ -169,8 +212,9 @@ type loop struct {
 	ep           *os.File        // gatefd, watched by Go's netpoller
 	raw          syscall.RawConn // ep's, to park on
 	poll         *poller
-	wakeR, wakeW int // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
-	open         *atomic.Int64
+	wakeR, wakeW int           // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
+	open         *atomic.Int64 // the relay's count
+	mine         atomic.Int64  // this loop's streams, from add to end
 	added        *atomic.Uint64
 	// mu guards the streams handed over by Add and not yet taken by the
 	// loop, and stopped. Nothing else is shared: the table and the epoll
@@ -192,7 +236,43 @@ type loop struct {
 	parkedN   *atomic.Int64 // the relay's count of parked clients (Parked)
 	gen       int32
 	buf       []byte // the loop's read buffer: one read at a time
+	// hold lets the loop wait holding its processor while busy with
+	// streams (heldWait); set by Run before the loop starts. heldWaits counts
+	// those waits, for the tests.
+	hold      bool
+	heldWaits int
+	yielded   time.Time // when a holding loop last yielded
+	// window is when the loop's current window of busyWindow began, and
+	// windowEvents the events it took since; wasBusy is what the last
+	// full window said; busyEvents is the events that make a window busy
+	// (tests set 0: always).
+	window       time.Time
+	windowEvents int
+	wasBusy      bool
+	busyEvents   int
 }
+
+// busy reports whether the loop took busyEvents or more events in its
+// last full window of busyWindow. A busy loop waits held; a lighter one
+// parks in Go's netpoller, whose slower wake-up lets events gather: a
+// held wait wakes for each event or two, and at 256 streams on one loop
+// cost 18.9 µs per event against the park's 15.6 (BENCHMARKS.md).
+func (l *loop) busy() bool {
+	now := time.Now()
+	if now.Sub(l.window) >= busyWindow {
+		l.wasBusy = l.windowEvents >= l.busyEvents
+		l.window, l.windowEvents = now, 0
+	}
+	return l.wasBusy
+}
+
+const (
+	// busyWindow and busyEvents: 16,000 events a second make a loop busy,
+	// some 320 streams at an engine's pace of one event every 20 ms. At
+	// 1024 streams over two loops each takes 23,000; at 256 on one, 12,000.
+	busyWindow        = 10 * time.Millisecond
+	defaultBusyEvents = 160
+)
 
 // readSize is how much one read of an engine socket takes: a stream's
 // events are a few hundred bytes, a burst after a stall more.
@@ -221,7 +301,7 @@ func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
 	l := &loop{epfd: epfd, gatefd: gatefd, ep: os.NewFile(uintptr(gatefd), "relay-epoll-gate"), poll: newPoller(epfd), open: open, added: added,
-		streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize)}
+		busyEvents: defaultBusyEvents, streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		_ = l.ep.Close()
@@ -276,6 +356,7 @@ func (l *loop) add(st *stream) error {
 		return ErrShutdown
 	}
 	l.open.Add(1)
+	l.mine.Add(1)
 	l.added.Add(1)
 	l.incoming = append(l.incoming, st)
 	l.wakeForFirstLocked()
@@ -381,14 +462,16 @@ func (l *loop) watch(fd int, st *stream, events uint32) error {
 	return nil
 }
 
-// run waits for events until ctx ends. The loop's set is watched by Go's
-// netpoller through its gate (an epoll set is readable while it has
-// events ready): the goroutine parks there, like any goroutine waiting on
-// a socket, and each wake takes what is ready with a wait that does not
-// block. A blocking epoll_wait would instead hold a thread in a system
-// call, and every wake would pay the scheduler's hand-off of that
-// thread's processor and its return: several futex calls, per event at
-// low load.
+// run waits for events until ctx ends. Busy with streams, the loop waits
+// in epoll_wait itself, holding its processor (heldWait). Otherwise (a
+// light load, only watches and parked clients, or nothing) its set is
+// watched by Go's netpoller through its gate (an epoll set is readable
+// while it has events ready): the goroutine parks there, like any
+// goroutine waiting on a socket, and each wake takes what is ready with a
+// wait that does not block; an idle relay holds no processor. A blocking epoll_wait made
+// through the syscall package would be neither: every wake would pay the
+// scheduler's hand-off of the thread's processor and its return
+// (BENCHMARKS.md, "loops that block in epoll_wait").
 func (l *loop) run(ctx context.Context) {
 	// The context's end wakes the loop, on a goroutine of its own, which
 	// the loop waits for: once run returns, nothing of it runs.
@@ -409,6 +492,7 @@ func (l *loop) run(ctx context.Context) {
 		if err != nil {
 			break // the set is gone: nothing more can be waited on
 		}
+		l.windowEvents += n
 		for _, ev := range events[:n] {
 			if int(ev.Fd) == l.wakeR {
 				ended = l.takeIncoming(ended)
@@ -439,6 +523,9 @@ func (l *loop) run(ctx context.Context) {
 // on), and one that came before the park is found by the poll RawConn.Read
 // makes first.
 func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
+	if l.hold && len(l.streams) > 0 && l.busy() {
+		return l.heldWait(events)
+	}
 	// A busy loop finds events at once: it takes them without the
 	// netpoller's bookkeeping (a deadline to move, a lock to take).
 	if n, err := epollNow(l.epfd, events); n > 0 || err != nil {
@@ -459,6 +546,53 @@ func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 	}
 	return l.poll.n, cmp.Or(err, l.gate(0), l.poll.err)
 }
+
+// heldWait waits for the set's events in epoll_wait itself, a raw call
+// that keeps the loop's processor, for at most heldWaitLimit; this is
+// how a loop busy with streams waits (busy).
+//
+// A park in Go's netpoller passes through the scheduler twice: the
+// netpoller's one polling thread wakes, readies the loop and wakes a
+// thread to run it; two loops parked there take turns on that one thread;
+// and on a busy machine the loop then waits for a processor among the
+// program's goroutines. At 1024 streams on two cores that cost added ITL
+// p99 over HAProxy's, whose threads each wait in their own epoll_wait
+// (BENCHMARKS.md, "Loops that hold their processor"). A held wait is
+// HAProxy's: the kernel wakes the loop's thread itself, which has its
+// processor still.
+//
+// So the processor is the loop's while it waits. The program gives it one
+// of its own (Run holds only when GOMAXPROCS leaves the rest one at
+// least). The loop yields it (runtime.Gosched) once every heldYield, so
+// that the scheduler, which preempts a goroutine that ran 10 ms without
+// rescheduling, never has to signal it; a goroutine its batch readied
+// (a Done's callbacks, a parked client's next request) is taken from its
+// processor's queue by another processor's thread meanwhile. Not at each
+// wait: a yield is a thread switch more often than not (an idle
+// processor's spinning thread takes the loop from the global queue, and
+// the yielding thread sleeps): 3.5% of slotgate's CPU samples at 1024
+// streams when made at each. A stop-the-world pause's signal interrupts the wait (EINTR:
+// no events), and the loop is preempted at its next call.
+func (l *loop) heldWait(events []syscall.EpollEvent) (int, error) {
+	if now := time.Now(); now.Sub(l.yielded) >= heldYield {
+		l.yielded = now
+		runtime.Gosched()
+	}
+	l.heldWaits++
+	n, err := rawio.EpollWaitFor(l.epfd, events, heldWaitLimit)
+	if errors.Is(err, syscall.EINTR) {
+		return 0, nil
+	}
+	return n, err
+}
+
+const (
+	// heldWaitLimit bounds a held wait, in milliseconds, so that the loop
+	// yields on time and closes idle parked clients on time.
+	heldWaitLimit = 4
+	// heldYield is how often a holding loop yields its processor.
+	heldYield = 4 * time.Millisecond
+)
 
 // gate arms the gate with events (the set's readiness, once), or
 // disarms it with none.
@@ -521,6 +655,7 @@ func (l *loop) shutdown() {
 	}
 	for _, st := range incoming {
 		l.open.Add(-1)
+		l.mine.Add(-1)
 		ended = append(ended, ending{st, Result{Err: ErrShutdown}})
 	}
 	callDone(ended)
@@ -716,6 +851,7 @@ func (l *loop) end(st *stream, res Result, ended []ending) []ending {
 	delete(l.streams, st.efd)
 	delete(l.streams, st.cfd)
 	l.open.Add(-1)
+	l.mine.Add(-1)
 	res.Sent, res.FirstWrite = st.sent, st.first
 	res.EngineReusable = res.Ended && !st.extra
 	st.out = nil

@@ -27,6 +27,13 @@ func startRelay(t *testing.T, n int) (r *Relay, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, runRelay(t, r)
+}
+
+// runRelay runs r until the test ends; stop ends it sooner and waits for
+// Run to return, failing past wait.
+func runRelay(t *testing.T, r *Relay) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { r.Run(ctx); close(stopped) }()
@@ -39,7 +46,7 @@ func startRelay(t *testing.T, n int) (r *Relay, stop func()) {
 		}
 	}
 	t.Cleanup(stop)
-	return r, stop
+	return stop
 }
 
 // harness is a running relay with one stream: the engine's end the test
@@ -54,6 +61,12 @@ type harness struct {
 func newHarness(t *testing.T, pending string) (*harness, *Relay) {
 	t.Helper()
 	r, _ := startRelay(t, 1)
+	return harnessOn(t, r, pending), r
+}
+
+// harnessOn adds a stream to r, the engine having sent pending.
+func harnessOn(t *testing.T, r *Relay, pending string) *harness {
+	t.Helper()
 	h := &harness{done: make(chan Result, 1)}
 	var relayEngine, relayClient net.Conn
 	h.engine, relayEngine = loopback.Pair(t)
@@ -64,7 +77,7 @@ func newHarness(t *testing.T, pending string) (*harness, *Relay) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h, r
+	return h
 }
 
 func (h *harness) result(t *testing.T) Result {

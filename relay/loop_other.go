@@ -22,6 +22,9 @@ func (*Relay) Add(*Stream) error { return ErrUnsupported }
 // Usable fails with ErrUnsupported.
 func Usable(net.Conn) error { return ErrUnsupported }
 
+// Loops is always 0.
+func (*Relay) Loops() int { return 0 }
+
 // Open is always 0.
 func (*Relay) Open() int { return 0 }
 

@@ -1,0 +1,24 @@
+package command
+
+import (
+	"runtime"
+
+	"go.uber.org/zap"
+)
+
+// relayProcessors gives each of the stream relay's loops a processor of
+// its own: a loop with streams open waits for their events holding its
+// processor (relay.Relay.Run), as an event loop's thread does, so GOMAXPROCS
+// is raised by the loops' number and --max-procs stays what the rest of
+// slotgate runs on. It returns the function that puts GOMAXPROCS back,
+// for when Run returns (a test's process runs Run again). Without the
+// relay it changes nothing.
+func (a *app) relayProcessors() (restore func()) {
+	if a.relay == nil || a.relay.Loops() == 0 {
+		return func() {}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(procs + a.relay.Loops())
+	a.log.Info("stream relay", zap.Int("loops", a.relay.Loops()), zap.Int("gomaxprocs", procs+a.relay.Loops()))
+	return func() { runtime.GOMAXPROCS(procs) }
+}

@@ -1,0 +1,116 @@
+package relay
+
+import (
+	"runtime"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestLoopHoldsOnlyWithAProcessorToSpare: a loop with a stream open waits
+// holding its processor when GOMAXPROCS leaves the rest of the program
+// one besides the loops, and parks in Go's netpoller when it does not;
+// the stream is carried whole either way.
+func TestLoopHoldsOnlyWithAProcessorToSpare(t *testing.T) {
+	tests := []struct {
+		name  string
+		procs int
+		held  bool
+	}{
+		{name: "a processor to spare", procs: 2, held: true},
+		{name: "none to spare", procs: 1, held: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := runtime.GOMAXPROCS(tt.procs)
+			t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+			r, err := New(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.loops[0].busyEvents = 0 // busy from its first window on
+			stop := runRelay(t, r)
+			h := harnessOn(t, r, "")
+			// Two events, a window apart: the second finds the loop busy.
+			const body = "5\r\nhello\r\n0\r\n\r\n"
+			if _, err := h.engine.Write([]byte(body[:10])); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * busyWindow)
+			if _, err := h.engine.Write([]byte(body[10:])); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.readN(t, len(body)); string(got) != body {
+				t.Fatalf("the client got %q, want %q", got, body)
+			}
+			if res := h.result(t); !res.Ended {
+				t.Fatalf("result = %+v, want ended", res)
+			}
+			stop() // the loop's counter is read once its goroutine ended
+			if held := r.loops[0].heldWaits > 0; held != tt.held {
+				t.Errorf("GOMAXPROCS %d, one loop: %d held waits, want held %v", tt.procs, r.loops[0].heldWaits, tt.held)
+			}
+		})
+	}
+}
+
+// TestBusy: a loop is busy for a window once the window before took
+// busyEvents events or more.
+func TestBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &loop{busyEvents: defaultBusyEvents}
+		steps := []struct {
+			events int // taken during the window
+			want   bool
+		}{
+			{events: defaultBusyEvents, want: true},
+			{events: defaultBusyEvents - 1, want: false},
+			{events: 10 * defaultBusyEvents, want: true},
+			{events: 0, want: false},
+		}
+		l.busy() // the first window begins
+		for i, st := range steps {
+			l.windowEvents += st.events
+			time.Sleep(busyWindow)
+			if got := l.busy(); got != st.want {
+				t.Errorf("step %d: %d events in a window: busy %v, want %v", i, st.events, got, st.want)
+			}
+			l.windowEvents += 10 * defaultBusyEvents // in the next window: not counted before it ends
+			if got := l.busy(); got != st.want {
+				t.Errorf("step %d: busy %v within the next window, want %v until it ends", i, got, st.want)
+			}
+			l.windowEvents -= 10 * defaultBusyEvents
+		}
+	})
+}
+
+// TestPickFillsALoopFirst: a new stream goes to the first loop with fewer
+// than spillStreams open, and past that to the loop with the fewest.
+func TestPickFillsALoopFirst(t *testing.T) {
+	r, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.closeLoops)
+	tests := []struct {
+		open [2]int64
+		want int
+	}{
+		{open: [2]int64{0, 0}, want: 0},
+		{open: [2]int64{spillStreams - 1, 0}, want: 0},
+		{open: [2]int64{spillStreams, 0}, want: 1},
+		{open: [2]int64{spillStreams, spillStreams}, want: 0},
+		{open: [2]int64{spillStreams + 100, spillStreams}, want: 1},
+		{open: [2]int64{spillStreams, spillStreams + 100}, want: 0},
+		{open: [2]int64{0, spillStreams + 100}, want: 0},
+	}
+	for _, tt := range tests {
+		for i, n := range tt.open {
+			r.loops[i].mine.Store(n)
+		}
+		if got := r.pick(); got != r.loops[tt.want] {
+			t.Errorf("streams open %v: picked loop %d, want %d", tt.open, slices.Index(r.loops, got), tt.want)
+		}
+	}
+}
