@@ -96,7 +96,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		RequestHeaders: []string{orcagrpc.FormatHeader}}
 	a := &app{cfg: cfg, log: log, lims: lims, engine: ec, load: lp}
 	if cfg.StreamRelay == "epoll" {
-		if a.relay, err = relay.New(0); err != nil {
+		if a.relay, err = relay.New(cfg.RelayLoops); err != nil {
 			return nil, err
 		}
 		popts.Relay = &proxy.Relay{Loops: a.relay, Resume: func(c net.Conn) { proxy.Resume(a.proxyServer, c) }, Idle: proxyIdleTimeout}

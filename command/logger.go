@@ -64,6 +64,7 @@ func logConfig(log *zap.Logger, c config.Config, opts Options) {
 		zap.Bool("front_end", c.FrontEnd),
 		zap.String("stream_relay", c.StreamRelay),
 		zap.Int("max_procs", runtime.GOMAXPROCS(0)), src("max-procs"),
+		zap.Int("relay_loops", c.RelayLoops), src("relay-loops"),
 		zap.Duration("first_token_timeout", c.FirstTokenTimeout),
 		zap.Duration("first_token_timeout_per_1k_tokens", c.FirstTokenTimeoutPer1K),
 		zap.Duration("retry_after", c.RetryAfter), zap.Bool("retry_after_auto", c.RetryAfterAuto),

@@ -116,6 +116,9 @@ type Config struct {
 	// for Go's own choice: the container's CPU limit, else every CPU
 	// (--max-procs, SLOTGATE_MAX_PROCS, auto).
 	MaxProcs int
+	// RelayLoops is the stream relay's event loops, or 0 for the relay's
+	// own choice (--relay-loops, SLOTGATE_RELAY_LOOPS, auto).
+	RelayLoops int
 	// RequestBodyTimeout bounds how long a request's body may take to
 	// arrive, from its headers (--request-body-timeout,
 	// SLOTGATE_REQUEST_BODY_TIMEOUT, 60s); zero is no limit.
@@ -282,6 +285,10 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 		c.StreamRelay = "off"
 	}
 	c.MaxProcs = maxProcs(v, r.MaxProcs)
+	c.RelayLoops = relayLoops(v, r.RelayLoops)
+	if c.RelayLoops > 0 && c.StreamRelay == "off" {
+		v.Warn(fmt.Sprintf("%s=%d does nothing: the stream relay is off (%s)", v.Name("relay-loops"), c.RelayLoops, v.Name("stream-relay")))
+	}
 	c.RetryAfter, c.RetryAfterAuto = retryAfter(v, r.RetryAfter)
 	c.ShutdownTimeout = v.Duration("shutdown-timeout", r.ShutdownTimeout, time.Nanosecond)
 	c.DrainDelay = v.Duration("drain-delay", r.DrainDelay, 0)
@@ -305,6 +312,18 @@ func maxProcs(v *flagenv.Checker, s string) int {
 	}
 	return v.Int("max-procs", s, 0, maxMaxProcs, fmt.Sprintf("must be auto, or an integer from 0 (auto) to %d", maxMaxProcs))
 }
+
+// relayLoops reads --relay-loops: auto (any case) or 0 is the relay's
+// own choice (0); otherwise a positive integer, at most maxRelayLoops.
+func relayLoops(v *flagenv.Checker, s string) int {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		return 0
+	}
+	return v.Int("relay-loops", s, 0, maxRelayLoops, fmt.Sprintf("must be auto, or an integer from 0 (auto) to %d", maxRelayLoops))
+}
+
+// maxRelayLoops bounds --relay-loops: each loop is a processor more.
+const maxRelayLoops = 64
 
 // maxMaxProcs bounds --max-procs: more processors than a machine has are
 // only scheduler overhead.

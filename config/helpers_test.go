@@ -42,6 +42,7 @@ var allSettings = []setting{
 	{"front-end", "SLOTGATE_FRONT_END", "true"},
 	{"stream-relay", "SLOTGATE_STREAM_RELAY", "auto"},
 	{"max-procs", "SLOTGATE_MAX_PROCS", "auto"},
+	{"relay-loops", "SLOTGATE_RELAY_LOOPS", "auto"},
 	{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", "60s"},
 	{"retry-after", "SLOTGATE_RETRY_AFTER", "1s"},
 	{"shutdown-timeout", "SLOTGATE_SHUTDOWN_TIMEOUT", "60s"},

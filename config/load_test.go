@@ -145,6 +145,8 @@ func TestPrecedence(t *testing.T) {
 			func(c config.Config) string { return c.StreamRelay }, autoRelay, "off", "off", "epoll", "epoll"},
 		{"max-procs", "SLOTGATE_MAX_PROCS", nil,
 			func(c config.Config) string { return str(c.MaxProcs) }, "0", "1", "1", "4", "4"},
+		{"relay-loops", "SLOTGATE_RELAY_LOOPS", nil,
+			func(c config.Config) string { return str(c.RelayLoops) }, "0", "2", "2", "auto", "0"},
 		{"request-body-timeout", "SLOTGATE_REQUEST_BODY_TIMEOUT", nil,
 			func(c config.Config) string { return str(c.RequestBodyTimeout) }, "1m0s", "0", "0s", "5s", "5s"},
 		{"admin-token-file", "SLOTGATE_ADMIN_TOKEN_FILE", nil,
@@ -424,6 +426,19 @@ func TestValidation(t *testing.T) {
 		{name: "max procs a CPU quantity", env: map[string]string{"SLOTGATE_MAX_PROCS": "500m"},
 			probs: []bad{{"SLOTGATE_MAX_PROCS", "500m"}}},
 		{name: "max procs empty flag", args: []string{"--max-procs="}, probs: []bad{{"--max-procs", ""}}},
+		{name: "relay loops 2", env: map[string]string{"SLOTGATE_RELAY_LOOPS": "2"},
+			check: func(t *testing.T, c config.Config) { eq(t, "RelayLoops", c.RelayLoops, 2) }},
+		{name: "relay loops at its bound", args: []string{"--relay-loops=64"}},
+		{name: "relay loops past its bound", args: []string{"--relay-loops=65"}, probs: []bad{{"--relay-loops", "65"}}},
+		{name: "relay loops negative", env: map[string]string{"SLOTGATE_RELAY_LOOPS": "-1"},
+			probs: []bad{{"SLOTGATE_RELAY_LOOPS", "-1"}}},
+		{name: "relay loops a word", args: []string{"--relay-loops=two"}, probs: []bad{{"--relay-loops", "two"}}},
+		{name: "relay loops with the relay off", args: []string{"--relay-loops=2", "--stream-relay=off"},
+			check: func(t *testing.T, c config.Config) {
+				if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "--relay-loops=2 does nothing") {
+					t.Errorf("Warnings = %q, want one saying --relay-loops=2 does nothing", c.Warnings)
+				}
+			}},
 		// Addresses.
 		{name: "listen host:port", env: map[string]string{"SLOTGATE_LISTEN": "0.0.0.0:80"},
 			check: func(t *testing.T, c config.Config) { eq(t, "Listen", c.Listen, "0.0.0.0:80") }},

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -137,26 +138,50 @@ func TestHelpListsEverySetting(t *testing.T) {
 }
 
 // TestMaxProcs: --max-procs sets the Go runtime's processors (the
-// process's own go_sched_gomaxprocs_threads says so), and the
-// configuration line names the value and where it came from; auto leaves
-// Go's choice, and a CPU quantity, which a Kubernetes manifest might pass
-// by mistake, stops start-up.
+// process's own go_sched_gomaxprocs_threads says so), plus one per stream
+// relay loop when the relay is on (--relay-loops; a busy loop holds its
+// processor), and the configuration line names the value and where it
+// came from; auto leaves Go's choice, and a CPU quantity, which a
+// Kubernetes manifest might pass by mistake, stops start-up.
 func TestMaxProcs(t *testing.T) {
 	eng := newEngine(t)
+	loops := 1 // the relay's default on two cores or fewer: on by default on Linux
+	if runtime.GOOS != "linux" {
+		loops = 0
+	}
 	sg := start(t, eng.url(), map[string]string{"SLOTGATE_MAX_PROCS": "1"})
-	if got := sg.metric("go_sched_gomaxprocs_threads"); got != 1 {
-		t.Errorf("go_sched_gomaxprocs_threads = %v with SLOTGATE_MAX_PROCS=1, want 1", got)
+	if got := sg.metric("go_sched_gomaxprocs_threads"); got != float64(1+loops) {
+		t.Errorf("go_sched_gomaxprocs_threads = %v with SLOTGATE_MAX_PROCS=1, want %d (1 and the relay's loops)", got, 1+loops)
 	}
 	cfg := sg.log.WaitFor(t, `"msg":"configuration"`, waitLimit)
 	if !strings.Contains(cfg, `"max_procs":1,"max_procs_from":"SLOTGATE_MAX_PROCS"`) {
 		t.Errorf("configuration line lacks max_procs 1 from SLOTGATE_MAX_PROCS: %s", cfg)
 	}
-	sg = start(t, eng.url(), map[string]string{"GOMAXPROCS": "2"}, "--max-procs", "auto")
+	sg = start(t, eng.url(), map[string]string{"SLOTGATE_MAX_PROCS": "1"}, "--stream-relay", "off")
+	if got := sg.metric("go_sched_gomaxprocs_threads"); got != 1 {
+		t.Errorf("go_sched_gomaxprocs_threads = %v with SLOTGATE_MAX_PROCS=1 and the relay off, want 1", got)
+	}
+	sg = start(t, eng.url(), map[string]string{"GOMAXPROCS": "2"}, "--max-procs", "auto", "--stream-relay", "off")
 	if got := sg.metric("go_sched_gomaxprocs_threads"); got != 2 {
 		t.Errorf("go_sched_gomaxprocs_threads = %v with auto and GOMAXPROCS=2, want Go's own 2", got)
 	}
-	bad := launch(t, "", nil, "--max-procs", "500m")
-	if code := bad.wait(); code != 2 || !strings.Contains(bad.log.String(), `--max-procs: must be auto, or an integer from 0 (auto) to 1024, got "500m"`) {
-		t.Errorf("--max-procs 500m: exit status %d, want 2 and a line naming it; output:\n%s", code, bad.log.String())
+	if runtime.GOOS == "linux" {
+		sg = start(t, eng.url(), map[string]string{"SLOTGATE_RELAY_LOOPS": "2"}, "--max-procs", "1")
+		if got := sg.metric("go_sched_gomaxprocs_threads"); got != 3 {
+			t.Errorf("go_sched_gomaxprocs_threads = %v with --max-procs 1 and two relay loops, want 3", got)
+		}
+		line := sg.log.WaitFor(t, `"msg":"stream relay"`, waitLimit)
+		if !strings.Contains(line, `"loops":2,"gomaxprocs":3`) {
+			t.Errorf("the relay's line lacks its 2 loops and 3 processors: %s", line)
+		}
+	}
+	for _, tt := range []struct{ flag, value, want string }{
+		{"--max-procs", "500m", `--max-procs: must be auto, or an integer from 0 (auto) to 1024, got "500m"`},
+		{"--relay-loops", "1.5", `--relay-loops: must be auto, or an integer from 0 (auto) to 64, got "1.5"`},
+	} {
+		bad := launch(t, "", nil, tt.flag, tt.value)
+		if code := bad.wait(); code != 2 || !strings.Contains(bad.log.String(), tt.want) {
+			t.Errorf("%s %s: exit status %d, want 2 and a line naming it; output:\n%s", tt.flag, tt.value, code, bad.log.String())
+		}
 	}
 }
