@@ -1,6 +1,9 @@
 package relay
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"testing"
@@ -112,5 +115,99 @@ func TestPickFillsALoopFirst(t *testing.T) {
 		if got := r.pick(); got != r.loops[tt.want] {
 			t.Errorf("streams open %v: picked loop %d, want %d", tt.open, slices.Index(r.loops, got), tt.want)
 		}
+	}
+}
+
+// TestHeldLoopsCarryStreams runs streams through two loops that always
+// hold (busy from their first window): every stream's bytes arrive whole
+// and in order while the runtime stops the world for collections (a held
+// wait is interrupted and the loop preempted), a client that hangs up
+// ends its stream alone, and the streams still open when the relay stops
+// end with ErrShutdown.
+func TestHeldLoopsCarryStreams(t *testing.T) {
+	prev := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 3)) // a processor besides the two loops
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	r, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.loops {
+		l.busyEvents = 0
+	}
+	stop := runRelay(t, r)
+	const streams, events = 16, 100
+	hs := make([]*harness, streams)
+	for i := range hs {
+		hs[i] = harnessOn(t, r, "")
+	}
+	stopGC := make(chan struct{})
+	gcDone := make(chan struct{})
+	go func() { // stop-the-world pauses while the loops hold
+		defer close(gcDone)
+		for {
+			select {
+			case <-stopGC:
+				return
+			case <-time.After(time.Millisecond):
+				runtime.GC()
+			}
+		}
+	}()
+	for i, h := range hs {
+		go func() {
+			for n := range events {
+				ev := fmt.Sprintf("data: {\"s\":%d,\"n\":%d}\n\n", i, n)
+				if _, err := fmt.Fprintf(h.engine, "%x\r\n%s\r\n", len(ev), ev); err != nil {
+					return // the client that hung up: the relay closed the engine's side
+				}
+			}
+			if i%2 == 0 {
+				_, _ = h.engine.Write([]byte("0\r\n\r\n")) // the odd ones stay open
+			}
+		}()
+	}
+	gone := hs[1]
+	_ = gone.client.Close()
+	if res := gone.result(t); !res.ClientGone {
+		t.Errorf("the stream whose client hung up: %+v, want client gone", res)
+	}
+	for i, h := range hs {
+		if i == 1 {
+			continue
+		}
+		var want bytes.Buffer
+		for n := range events {
+			ev := fmt.Sprintf("data: {\"s\":%d,\"n\":%d}\n\n", i, n)
+			fmt.Fprintf(&want, "%x\r\n%s\r\n", len(ev), ev)
+		}
+		if i%2 == 0 {
+			want.WriteString("0\r\n\r\n")
+		}
+		if got := h.readN(t, want.Len()); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("stream %d: the client got other bytes than the engine sent", i)
+		}
+		if i%2 == 0 {
+			if res := h.result(t); !res.Ended || res.Sent != int64(want.Len()) {
+				t.Errorf("stream %d: %+v, want ended with %d bytes sent", i, res, want.Len())
+			}
+		}
+	}
+	close(stopGC)
+	<-gcDone
+	if open := r.Open(); open != streams/2-1 {
+		t.Errorf("Open() = %d before the stop, want %d (the odd streams but the one cut)", open, streams/2-1)
+	}
+	stop()
+	for i := 3; i < streams; i += 2 {
+		if res := hs[i].result(t); !errors.Is(res.Err, ErrShutdown) {
+			t.Errorf("stream %d, open at the stop: %+v, want ErrShutdown", i, res)
+		}
+	}
+	held := 0
+	for _, l := range r.loops {
+		held += l.heldWaits
+	}
+	if held == 0 {
+		t.Error("no held wait: the loops parked in the netpoller")
 	}
 }
