@@ -7,10 +7,12 @@ import (
 )
 
 // relayProcessors gives each of the stream relay's loops a processor of
-// its own: a loop with streams open waits for their events holding its
-// processor (relay.Relay.Run), as an event loop's thread does, so GOMAXPROCS
-// is raised by the loops' number and --max-procs stays what the rest of
-// slotgate runs on. It returns the function that puts GOMAXPROCS back,
+// its own: a loop busy with streams waits for their events holding its
+// processor (relay.New), as an event loop's thread does, so GOMAXPROCS is
+// raised by the loops' number and --max-procs stays what the rest of
+// slotgate runs on. Setting GOMAXPROCS ends Go's own updates of it (after
+// a changed CPU limit), with --max-procs auto too: the figure is the one
+// at start-up. It returns the function that puts GOMAXPROCS back,
 // for when Run returns (a test's process runs Run again). Without the
 // relay it changes nothing.
 func (a *app) relayProcessors() (restore func()) {
