@@ -468,10 +468,10 @@ func (l *loop) watch(fd int, st *stream, events uint32) error {
 // watched by Go's netpoller through its gate (an epoll set is readable
 // while it has events ready): the goroutine parks there, like any
 // goroutine waiting on a socket, and each wake takes what is ready with a
-// wait that does not block; an idle relay holds no processor. A blocking epoll_wait made
-// through the syscall package would be neither: every wake would pay the
-// scheduler's hand-off of the thread's processor and its return
-// (BENCHMARKS.md, "loops that block in epoll_wait").
+// wait that does not block; an idle relay holds no processor. A blocking
+// epoll_wait made through the syscall package would be neither: every
+// wake would pay the scheduler's hand-off of the thread's processor and
+// its return (BENCHMARKS.md, "loops that block in epoll_wait").
 func (l *loop) run(ctx context.Context) {
 	// The context's end wakes the loop, on a goroutine of its own, which
 	// the loop waits for: once run returns, nothing of it runs.
@@ -571,8 +571,9 @@ func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 // wait: a yield is a thread switch more often than not (an idle
 // processor's spinning thread takes the loop from the global queue, and
 // the yielding thread sleeps): 3.5% of slotgate's CPU samples at 1024
-// streams when made at each. A stop-the-world pause's signal interrupts the wait (EINTR:
-// no events), and the loop is preempted at its next call.
+// streams when made at each. A stop-the-world pause's signal interrupts
+// the wait (EINTR: no events), and the loop is preempted at its next
+// call.
 func (l *loop) heldWait(events []syscall.EpollEvent) (int, error) {
 	if now := time.Now(); now.Sub(l.yielded) >= heldYield {
 		l.yielded = now
