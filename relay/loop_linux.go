@@ -123,9 +123,9 @@ func (r *Relay) Add(s *Stream) error {
 
 // pick chooses the loop for a new stream: the first with fewer than
 // spillStreams open, so that a light load stays on one loop (each more
-// loop a stream is spread over wakes for fewer events at a time: 15–20%
-// more CPU per event at 256 streams with two loops than with one); past
-// that, the one with the fewest.
+// loop a stream is spread over wakes for fewer events at a time: up to
+// a quarter more CPU per event at 256 streams with two loops than with
+// one); past that, the one with the fewest.
 func (r *Relay) pick() *loop {
 	best := r.loops[0]
 	for _, l := range r.loops {
