@@ -12,6 +12,13 @@ import (
 // container among objs, or nil.
 func maxProcsEnv(t *testing.T, objs []any) *corev1.EnvVar {
 	t.Helper()
+	return slotgateEnv(t, objs, "SLOTGATE_MAX_PROCS")
+}
+
+// slotgateEnv returns the entry named name of the one slotgate container
+// among objs, or nil.
+func slotgateEnv(t *testing.T, objs []any, name string) *corev1.EnvVar {
+	t.Helper()
 	var found *corev1.EnvVar
 	seen := 0
 	for _, spec := range podSpecs(objs) {
@@ -22,7 +29,7 @@ func maxProcsEnv(t *testing.T, objs []any) *corev1.EnvVar {
 				}
 				seen++
 				for j, e := range list[i].Env {
-					if e.Name == "SLOTGATE_MAX_PROCS" {
+					if e.Name == name {
 						found = &list[i].Env[j]
 					}
 				}
@@ -86,5 +93,36 @@ func TestMaxProcsFromCPURequest(t *testing.T) {
 	_, _, objs := checkManifestFiles(t, []string{filepath.Join(kustomizeBase, "deployment.yaml")})
 	if e := maxProcsEnv(t, objs); !fromCPURequest(e) {
 		t.Errorf("kustomize base: SLOTGATE_MAX_PROCS = %+v, want the CPU request", e)
+	}
+}
+
+// TestRelayLoopsValue: container.relayLoops renders SLOTGATE_RELAY_LOOPS
+// when set and nothing by default (slotgate's own choice); the schema
+// refuses what slotgate would.
+func TestRelayLoopsValue(t *testing.T) {
+	known := slotgateHelp(t)
+	ch, err := loader.LoadDir(helmChartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	render := func(vals map[string]any) *corev1.EnvVar {
+		out, err := helmRender(ch, vals)
+		if err != nil {
+			t.Fatalf("values %v: %v", vals, err)
+		}
+		objs, errs := checkRenderedObjs(t, "relayLoops", out, known, true)
+		reportErrs(t, "", errs)
+		return slotgateEnv(t, objs, "SLOTGATE_RELAY_LOOPS")
+	}
+	if e := render(map[string]any{}); e != nil {
+		t.Errorf("default values: SLOTGATE_RELAY_LOOPS = %+v, want none (slotgate's own choice)", e)
+	}
+	if e := render(map[string]any{"container": map[string]any{"relayLoops": 2}}); e == nil || e.Value != "2" {
+		t.Errorf("container.relayLoops 2: SLOTGATE_RELAY_LOOPS = %+v, want the value \"2\"", e)
+	}
+	for _, bad := range []any{0, 65, "two", "auto"} {
+		if _, err := helmRender(ch, map[string]any{"container": map[string]any{"relayLoops": bad}}); err == nil {
+			t.Errorf("container.relayLoops %v rendered; the schema should refuse it", bad)
+		}
 	}
 }

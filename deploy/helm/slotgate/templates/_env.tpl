@@ -132,6 +132,7 @@ everything else only when set, so slotgate's defaults apply otherwise.
 {{- else }}
 {{- include "slotgate.envVar" (list "SLOTGATE_MAX_PROCS" $v.container.maxProcs "int") }}
 {{- end }}
+{{- include "slotgate.envVar" (list "SLOTGATE_RELAY_LOOPS" $v.container.relayLoops "int") }}
 {{- with $v.container.extraEnv }}
 {{ toYaml . }}
 {{- end }}
