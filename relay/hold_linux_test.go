@@ -204,8 +204,11 @@ func TestHeldLoopsCarryStreams(t *testing.T) {
 		}
 	}
 	held := 0
-	for _, l := range r.loops {
+	for i, l := range r.loops {
 		held += l.heldWaits
+		if n := l.mine.Load(); n != 0 {
+			t.Errorf("loop %d counts %d streams after the stop, want 0", i, n)
+		}
 	}
 	if held == 0 {
 		t.Error("no held wait: the loops parked in the netpoller")
