@@ -67,6 +67,46 @@ func TestRawCalls(t *testing.T) {
 	}
 }
 
+// TestEpollWaitFor: the bounded wait returns nothing once its time has
+// passed on a quiet set, and the written socket when there is one (a
+// wait of a second that a written byte ends at once), and nothing into no
+// room.
+func TestEpollWaitFor(t *testing.T) {
+	a, b := loopback.Pair(t)
+	afd, bfd := fdOf(t, a), fdOf(t, b)
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(epfd)
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(bfd)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, bfd, &ev); err != nil {
+		t.Fatal(err)
+	}
+	events := make([]syscall.EpollEvent, 4)
+	if n, err := EpollWaitFor(epfd, events, 1); n != 0 || (err != nil && !errors.Is(err, syscall.EINTR)) {
+		t.Fatalf("a bounded wait on a quiet socket = %d, %v; want 0", n, err)
+	}
+	if n, err := Write(afd, []byte("x")); n != 1 || err != nil {
+		t.Fatalf("write = %d, %v; want 1, nil", n, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n == 0; {
+		if n, err = EpollWaitFor(epfd, events, 1000); err != nil && !errors.Is(err, syscall.EINTR) {
+			t.Fatal(err)
+		}
+		if n == 1 && int(events[0].Fd) != bfd {
+			t.Fatalf("event for fd %d, want %d", events[0].Fd, bfd)
+		}
+		if n == 0 && time.Now().After(deadline) {
+			t.Fatal("the wait never reported the written socket")
+		}
+	}
+	if n, err := EpollWaitFor(epfd, nil, 1000); n != 0 || err != nil {
+		t.Fatalf("a wait into no room = %d, %v; want 0, nil at once", n, err)
+	}
+}
+
 // fdOf returns c's descriptor, non-blocking as Go's net package opens it.
 func fdOf(t *testing.T, c *net.TCPConn) int {
 	t.Helper()
