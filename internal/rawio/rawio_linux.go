@@ -38,15 +38,7 @@ func PeerClosed(fd int) bool {
 
 // EpollWait is epoll_wait(2) with a timeout of 0, which never blocks.
 func EpollWait(epfd int, events []syscall.EpollEvent) (int, error) {
-	if len(events) == 0 {
-		return 0, nil
-	}
-	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])),
-		uintptr(len(events)), 0, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
+	return EpollWaitFor(epfd, events, 0)
 }
 
 // EpollCtl is epoll_ctl(2), which never blocks.
@@ -59,9 +51,9 @@ func EpollCtl(epfd, op, fd int, ev *syscall.EpollEvent) error {
 	return nil
 }
 
-// EpollWaitFor is epoll_wait(2) waiting at most msec milliseconds. It
-// blocks the calling thread with its processor held: see the relay's
-// held wait for why that is wanted, and for its bounds.
+// EpollWaitFor is epoll_wait(2) waiting at most msec milliseconds. With
+// msec > 0 it blocks the calling thread with its processor held: see the
+// relay's held wait for why that is wanted, and for its bounds.
 func EpollWaitFor(epfd int, events []syscall.EpollEvent, msec int) (int, error) {
 	if len(events) == 0 {
 		return 0, nil
