@@ -307,19 +307,22 @@ func (c *Config) fill(r *raw, v *flagenv.Checker) {
 // maxProcs reads --max-procs: auto (any case) or 0 is Go's own choice
 // (0); otherwise a positive integer, at most maxMaxProcs.
 func maxProcs(v *flagenv.Checker, s string) int {
-	if strings.EqualFold(strings.TrimSpace(s), "auto") {
-		return 0
-	}
-	return v.Int("max-procs", s, 0, maxMaxProcs, fmt.Sprintf("must be auto, or an integer from 0 (auto) to %d", maxMaxProcs))
+	return autoInt(v, "max-procs", s, maxMaxProcs)
 }
 
 // relayLoops reads --relay-loops: auto (any case) or 0 is the relay's
 // own choice (0); otherwise a positive integer, at most maxRelayLoops.
 func relayLoops(v *flagenv.Checker, s string) int {
+	return autoInt(v, "relay-loops", s, maxRelayLoops)
+}
+
+// autoInt reads a setting that is auto (any case, read as 0) or an
+// integer from 0 to hi.
+func autoInt(v *flagenv.Checker, flagName, s string, hi int) int {
 	if strings.EqualFold(strings.TrimSpace(s), "auto") {
 		return 0
 	}
-	return v.Int("relay-loops", s, 0, maxRelayLoops, fmt.Sprintf("must be auto, or an integer from 0 (auto) to %d", maxRelayLoops))
+	return v.Int(flagName, s, 0, hi, fmt.Sprintf("must be auto, or an integer from 0 (auto) to %d", hi))
 }
 
 // maxRelayLoops bounds --relay-loops: each loop is a processor more.
