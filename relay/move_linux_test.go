@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,25 @@ type testMover struct {
 	out, in int      // calls that succeeded
 	fd      int      // the descriptor moved out last
 	fail    error    // MoveOut fails with it
+	// given are the connections MoveIn made, closed when the test ends:
+	// left to their finalizers, they closed during a later test, whose
+	// count of open descriptors (TestWatch's) then came out short.
+	mu    sync.Mutex
+	given []net.Conn
+}
+
+// newTestMover returns a Mover of c whose MoveOut fails with fail, if
+// any.
+func newTestMover(t *testing.T, c net.Conn, fail error) *testMover {
+	m := &testMover{c: c, fail: fail}
+	t.Cleanup(func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, c := range m.given {
+			_ = c.Close()
+		}
+	})
+	return m
 }
 
 func (m *testMover) MoveOut() (int, error) {
@@ -41,6 +61,9 @@ func (m *testMover) MoveIn(fd int) (net.Conn, error) {
 	}
 	m.c = c
 	m.in++
+	m.mu.Lock()
+	m.given = append(m.given, c)
+	m.mu.Unlock()
 	return c, nil
 }
 
@@ -67,7 +90,7 @@ func addMoved(t *testing.T, r *Relay, park func(net.Conn), idle time.Duration) *
 	m := &moved{done: make(chan movedDone, 1)}
 	m.engine, m.relayEngine = loopback.Pair(t)
 	m.client, m.relayClient = loopback.Pair(t)
-	m.em, m.cm = &testMover{c: m.relayEngine}, &testMover{c: m.relayClient}
+	m.em, m.cm = newTestMover(t, m.relayEngine, nil), newTestMover(t, m.relayClient, nil)
 	err := r.Add(&Stream{Engine: m.relayEngine, Client: m.relayClient, EngineMover: m.em, ClientMover: m.cm,
 		OnData: func([]byte) {}, Done: func(res Result) { m.done <- movedDone{res, m.em.in, m.cm.in} },
 		Park: park, ParkIdle: idle})
@@ -171,8 +194,8 @@ func TestStreamNotMovedWhenAMoverFails(t *testing.T) {
 	r, _ := startRelay(t, 1)
 	engine, relayEngine := loopback.Pair(t)
 	_, relayClient := loopback.Pair(t)
-	em := &testMover{c: relayEngine}
-	cm := &testMover{c: relayClient, fail: errors.New("no descriptor left")}
+	em := newTestMover(t, relayEngine, nil)
+	cm := newTestMover(t, relayClient, errors.New("no descriptor left"))
 	err := r.Add(&Stream{Engine: relayEngine, Client: relayClient, EngineMover: em, ClientMover: cm,
 		OnData: func([]byte) {}, Done: func(Result) { t.Error("Done called for a stream Add refused") }})
 	if err == nil {
