@@ -72,15 +72,15 @@ func TestBusy(t *testing.T) {
 			{events: 10 * defaultBusyEvents, want: true},
 			{events: 0, want: false},
 		}
-		l.busy() // the first window begins
+		l.busy(time.Now()) // the first window begins
 		for i, st := range steps {
 			l.windowEvents += st.events
 			time.Sleep(busyWindow)
-			if got := l.busy(); got != st.want {
+			if got := l.busy(time.Now()); got != st.want {
 				t.Errorf("step %d: %d events in a window: busy %v, want %v", i, st.events, got, st.want)
 			}
 			l.windowEvents += 10 * defaultBusyEvents // in the next window: not counted before it ends
-			if got := l.busy(); got != st.want {
+			if got := l.busy(time.Now()); got != st.want {
 				t.Errorf("step %d: busy %v within the next window, want %v until it ends", i, got, st.want)
 			}
 			l.windowEvents -= 10 * defaultBusyEvents
@@ -110,7 +110,7 @@ func TestPickFillsALoopFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for i, n := range tt.open {
-			r.loops[i].mine.Store(n)
+			r.loops[i].open.Store(n)
 		}
 		if got := r.pick(); got != r.loops[tt.want] {
 			t.Errorf("streams open %v: picked loop %d, want %d", tt.open, slices.Index(r.loops, got), tt.want)
@@ -206,7 +206,7 @@ func TestHeldLoopsCarryStreams(t *testing.T) {
 	held := 0
 	for i, l := range r.loops {
 		held += l.heldWaits
-		if n := l.mine.Load(); n != 0 {
+		if n := l.open.Load(); n != 0 {
 			t.Errorf("loop %d counts %d streams after the stop, want 0", i, n)
 		}
 	}

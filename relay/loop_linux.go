@@ -21,7 +21,6 @@ import (
 type Relay struct {
 	loops  []*loop
 	next   atomic.Uint32 // spreads watches over the loops
-	open   atomic.Int64
 	added  atomic.Uint64
 	parked atomic.Int64
 }
@@ -46,7 +45,7 @@ func New(n int) (*Relay, error) {
 	}
 	r := &Relay{}
 	for range n {
-		l, err := newLoop(&r.open, &r.added)
+		l, err := newLoop(&r.added)
 		if err != nil {
 			r.closeLoops()
 			return nil, err
@@ -86,7 +85,13 @@ func (r *Relay) Run(ctx context.Context) {
 func (r *Relay) Loops() int { return len(r.loops) }
 
 // Open is the number of streams being relayed.
-func (r *Relay) Open() int { return int(r.open.Load()) }
+func (r *Relay) Open() int {
+	n := int64(0)
+	for _, l := range r.loops {
+		n += l.open.Load()
+	}
+	return int(n)
+}
 
 // Added is the number of streams added since New.
 func (r *Relay) Added() uint64 { return r.added.Load() }
@@ -129,11 +134,11 @@ func (r *Relay) Add(s *Stream) error {
 func (r *Relay) pick() *loop {
 	best := r.loops[0]
 	for _, l := range r.loops {
-		n := l.mine.Load()
+		n := l.open.Load()
 		if n < spillStreams {
 			return l
 		}
-		if n < best.mine.Load() {
+		if n < best.open.Load() {
 			best = l
 		}
 	}
@@ -212,9 +217,8 @@ type loop struct {
 	ep           *os.File        // gatefd, watched by Go's netpoller
 	raw          syscall.RawConn // ep's, to park on
 	poll         *poller
-	wakeR, wakeW int           // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
-	open         *atomic.Int64 // the relay's count
-	mine         atomic.Int64  // this loop's streams, from add to end
+	wakeR, wakeW int          // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
+	open         atomic.Int64 // the loop's streams, from add to end (Relay.Open sums them)
 	added        *atomic.Uint64
 	// mu guards the streams handed over by Add and not yet taken by the
 	// loop, and stopped. Nothing else is shared: the table and the epoll
@@ -257,8 +261,7 @@ type loop struct {
 // parks in Go's netpoller, whose slower wake-up lets events gather: a
 // held wait wakes for each event or two, and at 256 streams on one loop
 // cost 18.9 µs per event against the park's 15.6 (BENCHMARKS.md).
-func (l *loop) busy() bool {
-	now := time.Now()
+func (l *loop) busy(now time.Time) bool {
 	if now.Sub(l.window) >= busyWindow {
 		l.wasBusy = l.windowEvents >= l.busyEvents
 		l.window, l.windowEvents = now, 0
@@ -278,7 +281,7 @@ const (
 // events are a few hundred bytes, a burst after a stall more.
 const readSize = 64 << 10
 
-func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
+func newLoop(added *atomic.Uint64) (*loop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("relay: epoll_create1: %w", err)
@@ -300,7 +303,7 @@ func newLoop(open *atomic.Int64, added *atomic.Uint64) (*loop, error) {
 		_ = syscall.Close(gatefd)
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
-	l := &loop{epfd: epfd, gatefd: gatefd, ep: os.NewFile(uintptr(gatefd), "relay-epoll-gate"), poll: newPoller(epfd), open: open, added: added,
+	l := &loop{epfd: epfd, gatefd: gatefd, ep: os.NewFile(uintptr(gatefd), "relay-epoll-gate"), poll: newPoller(epfd), added: added,
 		busyEvents: defaultBusyEvents, streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
@@ -356,7 +359,6 @@ func (l *loop) add(st *stream) error {
 		return ErrShutdown
 	}
 	l.open.Add(1)
-	l.mine.Add(1)
 	l.added.Add(1)
 	l.incoming = append(l.incoming, st)
 	l.wakeForFirstLocked()
@@ -523,8 +525,10 @@ func (l *loop) run(ctx context.Context) {
 // on), and one that came before the park is found by the poll RawConn.Read
 // makes first.
 func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
-	if l.hold && len(l.streams) > 0 && l.busy() {
-		return l.heldWait(events)
+	if l.hold && len(l.streams) > 0 {
+		if now := time.Now(); l.busy(now) {
+			return l.heldWait(events, now) // one clock read for both
+		}
 	}
 	// A busy loop finds events at once: it takes them without the
 	// netpoller's bookkeeping (a deadline to move, a lock to take).
@@ -574,8 +578,8 @@ func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 // streams when made at each. A stop-the-world pause's signal interrupts
 // the wait (EINTR: no events), and the loop is preempted at its next
 // call.
-func (l *loop) heldWait(events []syscall.EpollEvent) (int, error) {
-	if now := time.Now(); now.Sub(l.yielded) >= heldYield {
+func (l *loop) heldWait(events []syscall.EpollEvent, now time.Time) (int, error) {
+	if now.Sub(l.yielded) >= heldYield {
 		l.yielded = now
 		runtime.Gosched()
 	}
@@ -656,7 +660,6 @@ func (l *loop) shutdown() {
 	}
 	for _, st := range incoming {
 		l.open.Add(-1)
-		l.mine.Add(-1)
 		ended = append(ended, ending{st, Result{Err: ErrShutdown}})
 	}
 	callDone(ended)
@@ -852,7 +855,6 @@ func (l *loop) end(st *stream, res Result, ended []ending) []ending {
 	delete(l.streams, st.efd)
 	delete(l.streams, st.cfd)
 	l.open.Add(-1)
-	l.mine.Add(-1)
 	res.Sent, res.FirstWrite = st.sent, st.first
 	res.EngineReusable = res.Ended && !st.extra
 	st.out = nil
