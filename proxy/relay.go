@@ -40,9 +40,8 @@ var errRelayed = errors.New("proxy: the answer went to the relay")
 // over HTTP/1.1, chunked by the engine and read by nothing yet, to a
 // client that sent its whole body (held, or streamed to its end), asked
 // for no upgrade and takes no trailer (the load report's is added by the
-// ReverseProxy). An answer
-// whose first token is watched stays with the ReverseProxy, whose copy
-// the watchdog can cut.
+// ReverseProxy). An answer whose first token is watched stays with the
+// ReverseProxy, whose copy the watchdog can cut.
 func (ex *exchange) relayable(resp *http.Response, watched bool) bool {
 	r := ex.in
 	if ex.p.relay == nil || watched || r.ProtoMajor != 1 || r.ProtoMinor != 1 ||
