@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/slotgate/slotgate/internal/httpsyntax"
@@ -19,12 +20,19 @@ import (
 // canonical copy of each lower-case name, a transfer reader, the body and
 // its limit) and takes 60% longer. Any other answer is ReadResponse's,
 // from the same unread bytes.
-func readAnswer(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+//
+// With parts, the common answer is read into them, in one allocation (the
+// head's string) when they were used before.
+func readAnswer(br *bufio.Reader, req *http.Request, parts *answerParts) (*http.Response, error) {
 	if head := peekHead(br); head != nil {
-		if resp, ok := parseAnswer(head, req); ok {
+		if parts == nil {
+			parts = &answerParts{}
+		}
+		if resp, ok := parseAnswer(head, req, parts); ok {
 			_, _ = br.Discard(len(head)) // buffered: never fails
 			if resp.ContentLength > 0 {
-				resp.Body = &lengthBody{r: br, left: resp.ContentLength}
+				parts.length = lengthBody{r: br, left: resp.ContentLength}
+				resp.Body = &parts.length
 			}
 			return resp, nil
 		}
@@ -52,8 +60,8 @@ func peekHead(br *bufio.Reader) []byte {
 }
 
 // parseAnswer reads head, a whole answer head, into the Response
-// http.ReadResponse would make of it, Body aside (NoBody when the length
-// is 0), and reports true; or false when the answer is not of the shape
+// http.ReadResponse would make of it (parts' own), Body aside (NoBody
+// when the length is 0), and reports true; or false when the answer is not of the shape
 // it takes:
 //   - the status line is "HTTP/1.1", a final status that allows a body
 //     (not 1xx, 204 or 304), and a reason phrase of printable ASCII,
@@ -63,7 +71,7 @@ func peekHead(br *bufio.Reader) []byte {
 //   - exactly one Content-Length, digits only; no Transfer-Encoding,
 //     Connection, Trailer or Pragma (each of which ReadResponse acts on);
 //   - req is not HEAD.
-func parseAnswer(head []byte, req *http.Request) (*http.Response, bool) {
+func parseAnswer(head []byte, req *http.Request, parts *answerParts) (*http.Response, bool) {
 	if req != nil && req.Method == http.MethodHead {
 		return nil, false
 	}
@@ -83,45 +91,50 @@ func parseAnswer(head []byte, req *http.Request) (*http.Response, bool) {
 	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
 		return nil, false
 	}
-	h, length, ok := parseFields(rest)
+	length, ok := parts.parseFields(rest)
 	if !ok || length < 0 {
 		return nil, false
 	}
-	resp := &http.Response{
+	parts.resp = http.Response{
 		Status: status, StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, ContentLength: length, Body: http.NoBody, Request: req,
+		Header: parts.header, ContentLength: length, Body: http.NoBody, Request: req,
 	}
-	return resp, true
+	return &parts.resp, true
 }
 
 // parseFields reads the header lines of fields, which ends with an empty
-// line, into a header map as textproto.ReadMIMEHeader does (canonical
+// line, into p's header map as textproto.ReadMIMEHeader does (canonical
 // names, values trimmed of spaces and tabs), and returns the
 // Content-Length, or -1 when there is none; false refuses the fields (see
-// parseAnswer).
-func parseFields(fields string) (http.Header, int64, bool) {
+// parseAnswer). The map and the values' array are p's: made, or emptied
+// by reset.
+func (p *answerParts) parseFields(fields string) (int64, bool) {
 	n := strings.Count(fields, "\r\n") - 1 // lines before the empty one
-	h := make(http.Header, n)
-	values := make([]string, n) // one backing array for every value
+	if p.header == nil {
+		p.header = make(http.Header, n)
+	}
+	h := p.header
+	values := slices.Grow(p.values[:0], n)[:n] // one backing array for every value
+	p.values = values
 	length := int64(-1)
 	for i := range n {
 		line, rest, _ := strings.Cut(fields, "\r\n")
 		fields = rest
 		name, value, ok := strings.Cut(line, ":")
 		if !ok || !httpsyntax.Token(name) || !httpsyntax.FieldValue(value) {
-			return nil, 0, false
+			return 0, false
 		}
 		value = strings.Trim(value, " \t")
 		name = canonicalName(name)
 		switch name {
 		case "Transfer-Encoding", "Connection", "Trailer", "Pragma":
-			return nil, 0, false
+			return 0, false
 		case "Content-Length":
 			if length >= 0 {
-				return nil, 0, false
+				return 0, false
 			}
 			if length, ok = httpsyntax.Decimal(value); !ok {
-				return nil, 0, false
+				return 0, false
 			}
 		}
 		values[i] = value
@@ -131,7 +144,7 @@ func parseFields(fields string) (http.Header, int64, bool) {
 			h[name] = values[i : i+1 : i+1]
 		}
 	}
-	return h, length, true
+	return length, true
 }
 
 // canonicalName is textproto.CanonicalMIMEHeaderKey of a token: the

@@ -17,7 +17,8 @@ import (
 // transfer coding and trailers, or an error where ReadResponse errs; and
 // the same body bytes, ending the same way (io.EOF, or
 // io.ErrUnexpectedEOF when cut short), also when the bytes come one at
-// a time.
+// a time, and when it reads into parts an earlier answer filled and gave
+// back (Client.Recycle): nothing of that answer shows.
 func FuzzReadAnswer(f *testing.F) {
 	f.Add("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\ndate: x\r\nserver: uvicorn\r\n\r\n{}", false)
 	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nx-a:  2 \t\r\n\r\nab", false)
@@ -49,7 +50,9 @@ func FuzzReadAnswer(f *testing.F) {
 				return resp, string(body), nil, berr
 			}
 			want, wantBody, wantErr, wantBodyErr := read(http.ReadResponse)
-			got, gotBody, gotErr, gotBodyErr := read(readAnswer)
+			got, gotBody, gotErr, gotBodyErr := read(func(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+				return readAnswer(br, req, usedParts(t))
+			})
 			if (gotErr == nil) != (wantErr == nil) {
 				t.Fatalf("%q: readAnswer err %v, ReadResponse err %v", raw, gotErr, wantErr)
 			}
@@ -70,6 +73,19 @@ func FuzzReadAnswer(f *testing.F) {
 	})
 }
 
+// usedParts returns answer parts that read an answer of many fields and
+// were reset, as Client.Recycle resets them.
+func usedParts(t *testing.T) *answerParts {
+	parts := &answerParts{}
+	const earlier = "HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nX-A: 1\r\nX-B: 2\r\n" +
+		"X-C: 3\r\nX-D: 4\r\nX-E: 5\r\nX-F: 6\r\nX-G: 7\r\nX-H: 8\r\nX-I: 9\r\n\r\n"
+	if _, ok := parseAnswer([]byte(earlier), nil, parts); !ok {
+		t.Fatal("parseAnswer left the earlier answer to ReadResponse")
+	}
+	parts.reset()
+	return parts
+}
+
 // TestParseAnswerTakes: the common answers take the fast way (a fallback
 // to ReadResponse for all of them would pass FuzzReadAnswer too).
 func TestParseAnswerTakes(t *testing.T) {
@@ -80,7 +96,7 @@ func TestParseAnswerTakes(t *testing.T) {
 		"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 200\r\nX-Request-Id: a\r\nx-request-id: b\r\nContent-Length: 7\r\n\r\n",
 	} {
-		if _, ok := parseAnswer([]byte(head), req); !ok {
+		if _, ok := parseAnswer([]byte(head), req, &answerParts{}); !ok {
 			t.Errorf("parseAnswer left %q to ReadResponse", head)
 		}
 	}

@@ -14,6 +14,8 @@ type answerBody struct {
 	keep     bool        // the engine keeps the connection open
 	eof, end bool
 	read     bool // Read was called
+	// parts holds the body and the rest of its answer (Client.Recycle).
+	parts *answerParts
 }
 
 func (b *answerBody) Read(p []byte) (int, error) {

@@ -26,6 +26,8 @@ type conn struct {
 	// connection sat in the pool, and its request may not be sent again.
 	peek bool
 	sock rawio.Socket // the socket worked raw, when Usable
+	// parts, during an exchange, are where its answer is read into.
+	parts *answerParts
 }
 
 func newConn(c net.Conn) *conn {
@@ -100,7 +102,7 @@ func (ec *conn) send(req *http.Request, raw []byte, maxHead int64) (*http.Respon
 	}
 	ec.wrote = true
 	for {
-		resp, err := readAnswer(ec.reader(), req)
+		resp, err := readAnswer(ec.reader(), req, ec.parts)
 		if err != nil {
 			return nil, fmt.Errorf("read engine answer: %w", err)
 		}

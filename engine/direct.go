@@ -27,6 +27,7 @@ type direct struct {
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxHead   int64 // bytes of answer head read before giving up
 	pool      pool
+	answers   answerPool // what answers allocate, given back (Recycle)
 }
 
 func newDirect(opts Options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *direct {
@@ -196,15 +197,20 @@ func staleConn(err error, ec *conn, replayable bool) bool {
 // final answer. Until the answer's body is closed, g cuts the
 // connection's reads and writes short.
 func (d *direct) exchange(g guard, ec *conn, send func(*conn) (*http.Response, error)) (*http.Response, error) {
-	body := &answerBody{pool: &d.pool, ec: ec, cut: g.cut}
+	parts := d.answers.take()
+	body := &parts.body
+	*body = answerBody{pool: &d.pool, ec: ec, cut: g.cut, parts: parts}
 	if g.cut != nil {
 		g.cut.watch(ec.c)
 	} else {
 		body.stop = context.AfterFunc(g.ctx, func() { _ = ec.c.SetDeadline(time.Unix(1, 0)) })
 	}
+	ec.parts = parts
 	resp, err := send(ec)
+	ec.parts = nil
 	if err != nil {
 		body.unwatch()
+		d.answers.give(parts) // nothing holds them: no answer came
 		return nil, err
 	}
 	// The hand-written path never asks for an upgrade: a 101 is an engine

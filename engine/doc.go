@@ -44,6 +44,10 @@
 //   - A connection holds a read buffer only while it reads an answer
 //     (from its request's send to the body's end or Detach); the buffer
 //     goes back to a pool only once nothing reads it.
+//   - What an answer of the hand-written path allocates (its Response,
+//     header map, values and body wrappers) is reused only once its caller
+//     gave it back with Recycle, its body closed; an answer never given
+//     back is the collector's.
 //   - No environment proxy, on either path: the engine is beside slotgate.
 //   - An answer's head larger than MaxResponseHeaderBytes fails the
 //     request, and its connection is closed, never pooled. The hand-written
