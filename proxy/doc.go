@@ -47,6 +47,10 @@
 //     port's), both sockets leave Go's netpoller for the stream; the ones
 //     still of use are back in their connections before Done, and the
 //     relay has closed the others.
+//   - An early request's exchange, and its engine answer's parts, are
+//     reused (exchangepool.go, engine.Client.Recycle) only where the front
+//     end ended it itself, answered or refused, after the last use of
+//     either; one handed on, lent or parked never is.
 //   - Passthrough paths (engine probes) take no slot and are not counted.
 //   - Refusals are mapped to answers in one function (answers.of), and
 //     engine failures in another (engineError).

@@ -94,6 +94,7 @@ type Proxy struct {
 	errLog      *log.Logger // httputil.ReverseProxy's
 	buffers     *bufferPool
 	early       earlyBufs // AnswerEarly's
+	exchanges   exchanges // of early requests (exchangepool.go)
 	counters    counters
 	ids         *gate.IDs
 	dates       dates // of early answers (early.go)

@@ -132,9 +132,9 @@ func (p *Proxy) servesAnyEarly() bool {
 // Admitted, a request that asks for a stream, or whose head has a field
 // the front end does not forward itself, is handed on before it is sent.
 func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early {
-	ex := &exchange{p: p, bytesIn: h.contentLength}
+	ex := p.exchanges.take(p)
+	ex.bytesIn = h.contentLength
 	ex.ID, ex.Start, ex.Protocol = p.ids.For(string(h.requestID)), time.Now(), gate.ProtocolHTTP
-	ex.out.ex, ex.watch.ex = ex, ex
 	d, held, done := p.gate.AdmitAtOnce(&ex.Exchange)
 	switch {
 	case !done && held != nil:
@@ -148,7 +148,9 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 		return Early{} // the gate reads it first: net/http's
 	case !d.Admitted: // refused since refuseAtOnce asked
 		buf := p.early.take()
-		return p.writeEarly(c, buf, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), *buf))
+		e := p.writeEarly(c, buf, p.refusedEarly(&ex.Exchange, h, c.RemoteAddr(), *buf))
+		p.exchanges.give(ex)
+		return e
 	}
 	est := ex.heldPrompt(body)
 	if est.Stream && !p.streamsEarly(h, c) {
@@ -225,7 +227,9 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 		p.errLog.Printf("proxy: read error during body copy: %v", rerr)
 		ex.Fail(gate.EngineError)
 		ex.out.status, ex.out.bytes = resp.StatusCode, int64(got)
+		p.client.Recycle(resp)
 		p.endEarly(ex, h, c, false)
+		p.exchanges.give(ex)
 		return Early{Answered: true, Gone: true}
 	}
 	// The exchange ends before its answer goes out, as on net/http's path,
@@ -235,9 +239,11 @@ func (p *Proxy) answerServed(ex *exchange, resp *http.Response, h *earlyHead, c 
 	// is written is told by its connection's end, not the outcome, as
 	// net/http's last flush fails unseen.
 	ex.out.status, ex.FirstByte, ex.out.bytes = resp.StatusCode, time.Now(), resp.ContentLength
+	p.client.Recycle(resp) // the last of resp read
 	p.endEarly(ex, h, c, false)
 	_, werr := c.Write(out)
 	p.early.give(buf, out)
+	p.exchanges.give(ex)
 	return Early{Answered: true, Gone: werr != nil}
 }
 
@@ -259,6 +265,7 @@ func (p *Proxy) earlyGone(ex *exchange, resp *http.Response, h *earlyHead, c Ear
 	ex.Fail(gate.CancelledRunning)
 	ex.out.status = StatusClientClosedRequest
 	p.endEarly(ex, h, c, true)
+	p.exchanges.give(ex)
 	return Early{Answered: true, Gone: true}
 }
 
