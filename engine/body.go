@@ -18,6 +18,13 @@ type answerBody struct {
 	parts *answerParts
 }
 
+// alone returns a copy of b that is not part of an answer's parts.
+func (b *answerBody) alone() *answerBody {
+	c := *b
+	c.parts = nil
+	return &c
+}
+
 func (b *answerBody) Read(p []byte) (int, error) {
 	b.read = true
 	n, err := b.ReadCloser.Read(p)

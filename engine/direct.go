@@ -213,6 +213,13 @@ func (d *direct) exchange(g guard, ec *conn, send func(*conn) (*http.Response, e
 		d.answers.give(parts) // nothing holds them: no answer came
 		return nil, err
 	}
+	if resp != &parts.resp {
+		// ReadResponse's answer (a stream's, say): of the parts only the
+		// body is of use, and the rest goes back now rather than live
+		// as long as the answer.
+		body = body.alone()
+		d.answers.give(parts)
+	}
 	// The hand-written path never asks for an upgrade: a 101 is an engine
 	// that switched protocols unasked, and its connection is not HTTP's
 	// any more.
