@@ -15,7 +15,7 @@ const (
 )
 
 // memory measures the resident memory of the proxy's process tree idle
-// (after a warm-up) and then with memN requests in flight and memQ queued,
+// (after a warm-up, warmup.go) and then with memN requests in flight and memQ queued,
 // and reports what each queued request costs. The target is started
 // afresh for each run (the scenario's fresh flag): a Go heap grown by an
 // earlier run would hide the next run's growth.
@@ -23,11 +23,8 @@ func memory(ctx context.Context, t trial) (map[string]float64, error) {
 	if t.inst.pid == 0 || t.inst.queued == nil {
 		return nil, errors.New("memory needs a proxy with a queue to read")
 	}
-	if r := closedLoop(ctx, t.url+"/fast", 16, 300*time.Millisecond); len(r.ok) == 0 {
-		return nil, fmt.Errorf("warm-up: no request served (first error: %v)", r.firstErr)
-	}
-	if !sleep(ctx, 300*time.Millisecond) {
-		return nil, ctx.Err()
+	if err := warmUp(ctx, t.url, 16, 300*time.Millisecond); err != nil {
+		return nil, err
 	}
 	idle, err := treeRSS(t.inst.pid)
 	if err != nil {

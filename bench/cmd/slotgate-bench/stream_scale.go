@@ -153,14 +153,12 @@ func measureStreams(ctx context.Context, t trial, spec streamSpec, idle int, onO
 	return m, nil
 }
 
-// settledRSS warms the target up with a few fast requests, lets it settle
-// and returns its RSS (0 for direct, which has no process of its own).
+// settledRSS warms the target up with fast requests (warmUp), lets it
+// settle and returns its RSS (0 for direct, which has no process of its
+// own).
 func settledRSS(ctx context.Context, t trial) (int, error) {
-	if r := closedLoop(ctx, t.url+"/fast", 4, 200*time.Millisecond); len(r.ok) == 0 {
-		return 0, fmt.Errorf("warm-up: no request served (first error: %v)", r.firstErr)
-	}
-	if !sleep(ctx, 200*time.Millisecond) {
-		return 0, ctx.Err()
+	if err := warmUp(ctx, t.url, 4, 200*time.Millisecond); err != nil {
+		return 0, err
 	}
 	if t.inst.pid == 0 {
 		return 0, nil
