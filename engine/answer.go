@@ -61,8 +61,8 @@ func peekHead(br *bufio.Reader) []byte {
 
 // parseAnswer reads head, a whole answer head, into the Response
 // http.ReadResponse would make of it (parts' own), Body aside (NoBody
-// when the length is 0), and reports true; or false when the answer is not of the shape
-// it takes:
+// when the length is 0), and reports true; or false when the answer is
+// not of the shape it takes:
 //   - the status line is "HTTP/1.1", a final status that allows a body
 //     (not 1xx, 204 or 304), and a reason phrase of printable ASCII,
 //     spaces and tabs;
