@@ -98,3 +98,50 @@ func FuzzChunkParser(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLead: what Lead takes is whole chunks of the body that do not end
+// it, their data given as a parser gives it; a fresh parser fed the rest
+// frames it to the same end, data and error as one fed the whole body.
+func FuzzLead(f *testing.F) {
+	for _, s := range []string{"5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n", "1;a=b\r\nx\r\n2\r\nyz", "3\r\nab", "0\r\n\r\n",
+		"f\r\ndata: {\"i\":0}\n\n\r\n", "2\r\nab\r\nzz"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var lead []byte
+		n := Lead(body, func(p []byte) { lead = append(lead, p...) })
+		if n < 0 || n > len(body) {
+			t.Fatalf("Lead took %d of %d bytes", n, len(body))
+		}
+		data, k, done, err := parseAll(body[:n], 0)
+		if err != nil || done || k != n || !bytes.Equal(data, lead) {
+			t.Fatalf("the lead %q frames to %d bytes, ended %v, %v, data %q; Lead gave %q", body[:n], k, done, err, data, lead)
+		}
+		whole, wk, wdone, werr := parseAll(body, 0)
+		rest, rk, rdone, rerr := parseAll(body[n:], 0)
+		if !bytes.Equal(append(lead, rest...), whole) || n+rk != wk || rdone != wdone || (rerr == nil) != (werr == nil) {
+			t.Fatalf("lead %d + rest: %q, %d, %v, %v; whole: %q, %d, %v, %v", n, append(lead, rest...), n+rk, rdone, rerr, whole, wk, wdone, werr)
+		}
+	})
+}
+
+// TestLead: whole chunks before the body's end are taken; a cut chunk,
+// the last chunk and a broken frame are not.
+func TestLead(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		n    int
+	}{
+		{"f\r\ndata: {\"i\":0}\n\n\r\n", 20},
+		{"5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n", 18},
+		{"5\r\nhello\r\n3\r\nab", 10},
+		{"5\r\nhello", 0},
+		{"0\r\n\r\n", 0},
+		{"5\r\nhello\r\nzz", 10},
+		{"", 0},
+	} {
+		if n := Lead([]byte(tc.body), nil); n != tc.n {
+			t.Errorf("Lead(%q) = %d, want %d", tc.body, n, tc.n)
+		}
+	}
+}
