@@ -107,8 +107,13 @@ func (p *Proxy) relayEarly(ex *exchange, resp *http.Response, h *earlyHead, c Ea
 	}
 	keep := p.relay.Resume != nil
 	ex.out.status = http.StatusOK
+	// The whole chunks that came with the head go out with it, in one
+	// write: the first event does not wait for a loop to take the stream.
+	pending := d.Buffered
+	lead := relay.Lead(pending, nil)
 	buf := p.early.take()
 	head := appendStreamHead(*buf, resp, p.dates.at(time.Now()), keep)
+	head = append(head, pending[:lead]...)
 	_, err := c.Write(head)
 	p.early.give(buf, head)
 	if err != nil {
@@ -119,6 +124,10 @@ func (p *Proxy) relayEarly(ex *exchange, resp *http.Response, h *earlyHead, c Ea
 		return Early{Answered: true, Gone: true}
 	}
 	rs := newRelayed(ex, d, conn, nil, keep)
+	if lead > 0 {
+		relay.Lead(pending[:lead], rs.data) // counted as the relay counts
+		rs.stream.Pending, rs.led = pending[lead:], time.Now()
+	}
 	rs.lent.rs = rs
 	return Early{Answered: true, Lent: &rs.lent}
 }

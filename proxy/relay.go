@@ -193,6 +193,9 @@ type relayed struct {
 	keep  bool
 	count tokenCount // counter nil: not counted
 	body  int64      // the body's bytes, unframed
+	// led is when the body's first chunks went out with the head, ahead
+	// of the relay (relayEarly); zero when the relay wrote them all.
+	led time.Time
 	// stream is what the relay carries: kept here rather than allocated
 	// beside, one object less a stream.
 	stream relay.Stream
@@ -225,7 +228,10 @@ func (rs *relayed) done(res relay.Result) {
 	}
 	rs.d.Done(res.EngineReusable)
 	ex.out.bytes = rs.body
-	if !res.FirstWrite.IsZero() {
+	switch {
+	case !rs.led.IsZero():
+		ex.FirstByte = rs.led
+	case !res.FirstWrite.IsZero():
 		ex.FirstByte = res.FirstWrite
 	}
 	switch {
