@@ -15,7 +15,9 @@ var ErrShutdown = errors.New("relay: shut down")
 
 // A Stream is one answer to relay: the engine's socket, with the body's
 // first bytes already read from it (Pending: chunked framing and all),
-// and the client's socket, whose answer's head was written.
+// and the client's socket, whose answer's head was written. Pending may
+// start at any chunk's size line: a caller that wrote the first whole
+// chunks with the head (Lead) gives only the rest.
 type Stream struct {
 	Engine  net.Conn
 	Pending []byte
