@@ -110,7 +110,7 @@ func (p *Proxy) relayEarly(ex *exchange, resp *http.Response, h *earlyHead, c Ea
 	// The whole chunks that came with the head go out with it, in one
 	// write: the first event does not wait for a loop to take the stream.
 	pending := d.Buffered
-	lead := relay.Lead(pending, nil)
+	lead := relay.Lead(pending)
 	buf := p.early.take()
 	head := appendStreamHead(*buf, resp, p.dates.at(time.Now()), keep)
 	head = append(head, pending[:lead]...)
@@ -125,7 +125,7 @@ func (p *Proxy) relayEarly(ex *exchange, resp *http.Response, h *earlyHead, c Ea
 	}
 	rs := newRelayed(ex, d, conn, nil, keep)
 	if lead > 0 {
-		relay.Lead(pending[:lead], rs.data) // counted as the relay counts
+		relay.LeadData(pending[:lead], rs.data) // counted as the relay counts
 		rs.stream.Pending, rs.led = pending[lead:], time.Now()
 	}
 	rs.lent.rs = rs

@@ -1,26 +1,15 @@
 package relay
 
 // Lead returns how many of p's bytes, the first bytes of a chunked body,
-// are whole chunks that do not end it, having given their data to data
-// (when not nil). A caller may write those bytes to the client with the
-// answer's head, before the relay has the stream, and give the relay
-// only the rest as Pending: the relay's framing then starts on a chunk's
-// size line, as at a body's start, and the first event that came with
-// the head does not wait for a loop to take the stream. A chunk cut
-// short, the last chunk and anything after it are left to the relay,
-// which ends the body, checks its framing and reports its end.
-func Lead(p []byte, data func([]byte)) int {
-	n := leadLen(p)
-	if data != nil && n > 0 {
-		var c chunkParser
-		_, _ = c.feed(p[:n], data) // whole chunks that leadLen framed: no error
-	}
-	return n
-}
-
-// leadLen frames p and returns where the last whole chunk before the
-// body's end, or a framing error, or p's end, ends.
-func leadLen(p []byte) int {
+// are whole chunks that do not end it. A caller may write those bytes to
+// the client with the answer's head, before the relay has the stream,
+// give their data to its counting (LeadData), and give the relay only
+// the rest as Pending: the relay's framing then starts on a chunk's size
+// line, as at a body's start, and the first event that came with the
+// head does not wait for a loop to take the stream. A chunk cut short,
+// the last chunk and anything after it are left to the relay, which ends
+// the body, checks its framing and reports its end.
+func Lead(p []byte) int {
 	var c chunkParser
 	skip := func([]byte) {}
 	n := 0
@@ -38,4 +27,11 @@ func leadLen(p []byte) int {
 		}
 	}
 	return n
+}
+
+// LeadData gives data the chunks' data in lead, the bytes Lead took, as
+// the relay gives a stream's (Stream.OnData).
+func LeadData(lead []byte, data func([]byte)) {
+	var c chunkParser
+	_, _ = c.feed(lead, data) // whole chunks that Lead framed: no error
 }
