@@ -14,20 +14,14 @@ import (
 // readAnswer reads the head of the engine's answer to req from br, as
 // http.ReadResponse reads it. The common answer (HTTP/1.1, a final
 // status, a body of a stated length, nothing ReadResponse would rewrite),
-// whose head has come whole into br's buffer, is read by parseAnswer,
-// with one string for the head, in six allocations where ReadResponse
-// makes eleven (a text reader, the header map, a string for each value, a
-// canonical copy of each lower-case name, a transfer reader, the body and
-// its limit) and takes 60% longer. Any other answer is ReadResponse's,
-// from the same unread bytes.
-//
-// With parts, the common answer is read into them, in one allocation (the
-// head's string) when they were used before.
+// whose head has come whole into br's buffer, is read by parseAnswer
+// into parts (the exchange's: conn.parts), in one allocation (the head's
+// string) once the parts were used before, where ReadResponse makes eleven (a text reader, the header map,
+// a string for each value, a canonical copy of each lower-case name, a
+// transfer reader, the body and its limit) and takes 60% longer. Any
+// other answer is ReadResponse's, from the same unread bytes.
 func readAnswer(br *bufio.Reader, req *http.Request, parts *answerParts) (*http.Response, error) {
 	if head := peekHead(br); head != nil {
-		if parts == nil {
-			parts = &answerParts{}
-		}
 		if resp, ok := parseAnswer(head, req, parts); ok {
 			_, _ = br.Discard(len(head)) // buffered: never fails
 			if resp.ContentLength > 0 {
