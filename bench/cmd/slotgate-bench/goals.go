@@ -53,8 +53,8 @@ func goals(rs []ScenarioResult) []Goal {
 	return checkAll(append(specs, streamGoals(r)...))
 }
 
-// streamGoals are issue 17's targets: streams at scale and the fast path
-// under wrk. The added latencies are compared as differences: HAProxy's
+// streamGoals are issue 17's targets: streams at scale, and the fast path
+// and the overload storm under wrk, whose client does not bound the rate. The added latencies are compared as differences: HAProxy's
 // own added latency may be zero or below (noise), where a ratio means
 // nothing.
 func streamGoals(r results) []goalSpec {
@@ -65,6 +65,10 @@ func streamGoals(r results) []goalSpec {
 		{"streams-1024: RSS per open stream, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("streams-1024", "RSS KiB/stream")},
 		{"streams: events lost or reordered through slotgate, worst run of each streams scenario, summed", "==", "", 0, r.lostOrReordered},
 		{"fast path c=64 under wrk: req/s, slotgate ÷ haproxy", ">=", "x", 0.8, r.ratio("fast-wrk-c64", "req/s")},
+		{"overload under wrk: rejected/s, slotgate ÷ haproxy", ">=", "x", 1, r.ratio("overload-wrk", "rejected/s")},
+		{"overload under wrk: proxy CPU per answer, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("overload-wrk", "proxy CPU µs/req")},
+		{"overload under wrk: engine max, slotgate, worst run (N=8)", "<=", "", 8, r.worst("overload-wrk", "engine max")},
+		{"overload under wrk: queued max, slotgate, worst run (Q=16)", "<=", "", 16, r.worst("overload-wrk", "queued max")},
 	}
 }
 

@@ -48,6 +48,10 @@ func TestGoals(t *testing.T) {
 		"streams-1024: RSS per open stream, slotgate ÷ haproxy":                                          {0, false, "scenario streams-1024 not run"},
 		"streams: events lost or reordered through slotgate, worst run of each streams scenario, summed": {0, false, "no streams scenario run"},
 		"fast path c=64 under wrk: req/s, slotgate ÷ haproxy":                                            {0, false, "scenario fast-wrk-c64 not run"},
+		"overload under wrk: rejected/s, slotgate ÷ haproxy":                                             {0, false, "scenario overload-wrk not run"},
+		"overload under wrk: proxy CPU per answer, slotgate ÷ haproxy":                                   {0, false, "scenario overload-wrk not run"},
+		"overload under wrk: engine max, slotgate, worst run (N=8)":                                      {0, false, "scenario overload-wrk not run"},
+		"overload under wrk: queued max, slotgate, worst run (Q=16)":                                     {0, false, "scenario overload-wrk not run"},
 	}
 	gs := goals(rs)
 	if len(gs) != len(want) {
@@ -140,17 +144,26 @@ func TestStreamGoals(t *testing.T) {
 			{Target: "slotgate", Metrics: map[string]Summary{"req/s": summarize([]float64{8000})}},
 			{Target: "haproxy", Metrics: map[string]Summary{"req/s": summarize([]float64{10000})}},
 		}},
+		{Name: "overload-wrk", Rows: []Row{
+			{Target: "slotgate", Metrics: map[string]Summary{"rejected/s": summarize([]float64{90000, 99000, 95000}),
+				"proxy CPU µs/req": summarize([]float64{11}), "engine max": summarize([]float64{8, 9, 8}), "queued max": summarize([]float64{16, 16})}},
+			{Target: "haproxy", Metrics: map[string]Summary{"rejected/s": summarize([]float64{100000}), "proxy CPU µs/req": summarize([]float64{10})}},
+		}},
 	}
 	want := []struct {
 		measured float64
 		met      bool
 	}{
-		{4, false},  // 32 ÷ 8
-		{7, false},  // 6 − (−1): a difference, where a ratio to −1 would mean nothing
-		{-1, true},  // 1 − 2
-		{0.5, true}, // 20 ÷ 40
-		{5, false},  // streams-256's worst runs: 3 lost, 2 reordered
-		{0.8, true}, // on the bound
+		{4, false},    // 32 ÷ 8
+		{7, false},    // 6 − (−1): a difference, where a ratio to −1 would mean nothing
+		{-1, true},    // 1 − 2
+		{0.5, true},   // 20 ÷ 40
+		{5, false},    // streams-256's worst runs: 3 lost, 2 reordered
+		{0.8, true},   // on the bound
+		{0.95, false}, // the median 95,000 ÷ 100,000
+		{1.1, false},  // 11 ÷ 10
+		{9, false},    // the worst run over N
+		{16, true},    // on Q
 	}
 	gs := checkAll(streamGoals(rs))
 	if len(gs) != len(want) {

@@ -139,3 +139,36 @@ func sampleMax(ctx context.Context, every time.Duration, read func(context.Conte
 		}
 	}
 }
+
+// queueSampler samples a target's queue depth every 5 ms in a goroutine
+// of its own, from sampleQueue to stop, which ends it.
+type queueSampler struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	max    int
+	err    error
+}
+
+// sampleQueue starts sampling inst's queue; a target with no queue to read
+// (direct, nginx) reads as 0.
+func sampleQueue(ctx context.Context, inst *instance) *queueSampler {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &queueSampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		if inst.queued != nil {
+			s.max, s.err = sampleMax(ctx, 5*time.Millisecond, inst.queued)
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the largest depth read.
+func (s *queueSampler) stop() (int, error) {
+	s.cancel()
+	<-s.done
+	if s.err != nil {
+		return 0, fmt.Errorf("queue depth: %w", s.err)
+	}
+	return s.max, nil
+}

@@ -84,13 +84,13 @@ func scenarios() []scenario {
 		measure: streaming,
 	}, scenario{
 		name: "overload",
-		about: "overload storm: engine of 8 slots, 50 ms service, N=8, Q=16, offered concurrency 200 (closed loop); queued max sampled every 5 ms " +
+		about: "overload storm: engine of 8 slots, 50 ms service, N=8, Q=16, offered concurrency 200 (closed loop, the driver's Go client); queued max sampled every 5 ms " +
 			"(slotgate dynamo_request_queue, HAProxy show stat qcur; nginx has no queue); haproxy-maxqueue is maxconn 8 maxqueue 16 without the queue() ACL, answering 503 after timeout queue 500 ms",
 		n:       8,
 		q:       16,
 		slots:   8,
 		targets: []string{"direct", "slotgate", "haproxy", "haproxy-maxqueue", "nginx"},
-		metrics: []string{"served/s", "rejected/s", "rej p50 ms", "rej p99 ms", "engine max", "queued max", "proxy CPU µs/req", "errors"},
+		metrics: []string{"served/s", "rejected/s", "rej p50 ms", "rej p99 ms", "engine max", "queued max", "proxy CPU µs/req", clientCPUMetric, machineBusyMetric, "errors"},
 		measure: overload,
 	}, scenario{
 		name: "memory",
@@ -110,7 +110,7 @@ func scenarios() []scenario {
 		q:       32,
 		metrics: []string{"reached engine", "engine max", "answered"},
 		measure: abandoned,
-	}, grpcScenario(), wrkScenario(), churnScenario())
+	}, grpcScenario(), wrkScenario(), overloadWrkScenario(), churnScenario())
 	return append(all, streamScaleScenarios()...)
 }
 
@@ -136,32 +136,22 @@ func fastPath(conc int) func(context.Context, trial) (map[string]float64, error)
 }
 
 // overload runs the storm while sampling the proxy's queue depth every
-// 5 ms, on every target alike (direct and nginx have nothing to read).
+// 5 ms, on every target alike (direct and nginx have nothing to read),
+// and the driver's share of the machine meanwhile.
 func overload(ctx context.Context, t trial) (map[string]float64, error) {
-	sctx, stopSampling := context.WithCancel(ctx)
-	type sample struct {
-		max int
-		err error
+	queued := sampleQueue(ctx, t.inst)
+	before, err := readCPUTicks()
+	if err != nil {
+		queued.stop()
+		return nil, err
 	}
-	sampled := make(chan sample, 1)
-	go func() {
-		if t.inst.queued == nil {
-			sampled <- sample{}
-			return
-		}
-		v, err := sampleMax(sctx, 5*time.Millisecond, t.inst.queued)
-		sampled <- sample{v, err}
-	}()
 	cpu := startCPU(t.inst.pid)
-	r := closedLoop(ctx, t.url+"/work?ms=50", 200, t.d)
+	r := closedLoop(ctx, t.url+"/work?ms=50", stormConns, t.d)
 	perReq, cpuErr := cpu.perRequest(len(r.ok) + len(r.rejected) + r.other)
-	stopSampling()
-	q := <-sampled
-	if q.err != nil {
-		return nil, fmt.Errorf("queue depth: %w", q.err)
-	}
-	if cpuErr != nil {
-		return nil, fmt.Errorf("proxy CPU: %w", cpuErr)
+	after, tickErr := readCPUTicks()
+	qmax, qerr := queued.stop()
+	if err := cmpOr(cmpOr(qerr, cpuErr), tickErr); err != nil {
+		return nil, err
 	}
 	if len(r.ok) == 0 {
 		return nil, fmt.Errorf("no request served (%d rejected, %d errors, first: %v)", len(r.rejected), r.other, r.firstErr)
@@ -177,8 +167,10 @@ func overload(ctx context.Context, t trial) (map[string]float64, error) {
 		"rej p50 ms":       ms(percentile(r.rejected, 50)),
 		"rej p99 ms":       ms(percentile(r.rejected, 99)),
 		"engine max":       float64(st.MaxInFlight),
-		"queued max":       float64(q.max),
+		"queued max":       float64(qmax),
 		"proxy CPU µs/req": perReq,
+		clientCPUMetric:    100 * share(before, after),
+		machineBusyMetric:  100 * machineBusy(before, after),
 		"errors":           float64(r.other),
 	}, nil
 }

@@ -1,7 +1,15 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -87,6 +95,106 @@ func TestNeedWrk(t *testing.T) {
 		kept, skipped, err := needWrk(scs, tc.wrk, tc.named)
 		if len(kept) != tc.kept || (err != nil) != tc.err {
 			t.Errorf("%s: kept %d, skipped %v, error %v; want %d kept, error %v", tc.name, len(kept), skipped, err, tc.kept, tc.err)
+		}
+	}
+}
+
+func TestParseStorm(t *testing.T) {
+	for _, tc := range []struct {
+		name, out string
+		want      stormCounts
+		err       string
+	}{
+		{"after wrk's report", wrkSample + "slotgate-bench storm: served 480 refused 77520 other 12\n", stormCounts{480, 77520, 12}, ""},
+		{"trailing spaces", "slotgate-bench storm: served 1 refused 0 other 0  \n", stormCounts{1, 0, 0}, ""},
+		{"no line", wrkSample, stormCounts{}, "no \"slotgate-bench storm:\" line"},
+		{"a count too large", "slotgate-bench storm: served 1 refused 99999999999999999999 other 0\n", stormCounts{}, "count"},
+		{"a word for a count", "slotgate-bench storm: served x refused 0 other 0\n", stormCounts{}, "no \"slotgate-bench storm:\" line"},
+	} {
+		got, err := parseStorm(tc.out)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseStorm(f *testing.F) {
+	f.Add("slotgate-bench storm: served 480 refused 77520 other 12\n")
+	f.Add(wrkSample)
+	f.Fuzz(func(t *testing.T, out string) {
+		n, err := parseStorm(out)
+		if err != nil {
+			return
+		}
+		if n.served < 0 || n.refused < 0 || n.other < 0 {
+			t.Fatalf("parseStorm: negative count in %+v", n)
+		}
+	})
+}
+
+func TestStormScript(t *testing.T) {
+	s := stormScript()
+	for _, want := range []string{`wrk.method = "POST"`, "function response(status", "status == 529", "slotgate-bench storm: served %d refused %d other %d"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("script missing %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestStormScriptUnderWrk runs the storm's script in a real wrk against a
+// server that answers 200, 529, 503 and 502 in turn, and checks wrk's
+// counts against the server's: each kind at most the connections' number
+// short (the answers wrk had not read when its time ran out).
+func TestStormScriptUnderWrk(t *testing.T) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		t.Skip("wrk is not installed (apt-get install wrk; make bench-peers installs it): the storm's script is run only where wrk is")
+	}
+	statuses := []int{http.StatusOK, 529, http.StatusServiceUnavailable, http.StatusBadGateway}
+	var next atomic.Int64
+	var sent [4]atomic.Int64 // by kind: served, refused (529 and 503 both), other
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := statuses[(next.Add(1)-1)%int64(len(statuses))]
+		if r.Method != http.MethodPost {
+			status = http.StatusMethodNotAllowed
+		}
+		switch status {
+		case http.StatusOK:
+			sent[0].Add(1)
+		case 529, http.StatusServiceUnavailable:
+			sent[1].Add(1)
+		default:
+			sent[2].Add(1)
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	script := filepath.Join(t.TempDir(), "storm.lua")
+	if err := os.WriteFile(script, []byte(stormScript()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const conns = 4
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, wrk, "-t1", fmt.Sprintf("-c%d", conns), "-d1s", "-s", script, srv.URL+"/work").CombinedOutput()
+	if err != nil {
+		t.Fatalf("wrk: %v\n%s", err, out)
+	}
+	got, err := parseStorm(string(out))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	srv.Close() // every answer the server counted is written
+	for i, n := range []int{got.served, got.refused, got.other} {
+		server := int(sent[i].Load())
+		if n == 0 || n > server || server-n > conns {
+			t.Errorf("kind %d (served, refused, other): wrk counted %d, the server answered %d\n%s", i, n, server, out)
 		}
 	}
 }
