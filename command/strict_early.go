@@ -85,7 +85,17 @@ type earlyState struct {
 	// client is the connection's client as its early requests see it,
 	// with their watch.
 	client earlyClient
+	// refusedRun counts the early refusals in a row on the connection:
+	// waitAfterRefusals of them lend it to wait in the relay.
+	refusedRun int
 }
+
+// waitAfterRefusals is how many refusals in a row make a connection wait
+// in the relay (proxy/earlywait.go): under a storm at once, while a
+// client refused now and then, near the cap, stays net/http's, which
+// would otherwise pay the move out and back (some 20 system calls) for
+// each of its refusals.
+const waitAfterRefusals = 4
 
 // give counts a head that went to net/http. A head that comes in a
 // header read after an early answer renewed the idle deadline gets the
@@ -93,6 +103,7 @@ type earlyState struct {
 // sets it itself after an idle wait, but not again in the read it began.
 func (c *strictConn) give() {
 	c.given++
+	c.refusedRun = 0
 	if c.headerRead.Swap(false) && c.idleUntil.Load() != 0 {
 		c.idleUntil.Store(0)
 		var d time.Time
@@ -234,12 +245,47 @@ func (c *strictConn) answerEarly() bool {
 	if len(c.in) == 0 {
 		c.freeIn()
 	}
-	if e.Lent != nil {
+	switch {
+	case e.Lent != nil && e.Lent.Waits():
+		if c.refusedRun++; c.refusedRun >= waitAfterRefusals && len(c.in) == 0 && c.sock.Usable() {
+			c.lendWait(e.Lent)
+			return true
+		}
+	case e.Lent != nil:
+		c.refusedRun = 0
 		c.lend(e.Lent)
 		return true
+	default:
+		c.refusedRun = 0
 	}
 	c.keepIdle()
 	return true
+}
+
+// lendWait lets net/http go of the connection for its client, refused
+// time and again, to wait in the relay (proxy.Lent.Wait), as lend does
+// for a stream. net/http owes it nothing: no head counts as given, and it
+// serves the connection again as if just accepted (WaitedOutside).
+func (c *strictConn) lendWait(s *proxy.Lent) {
+	c.refusedRun = 0
+	c.lent.Store(s)
+	c.setStage(stLent)
+}
+
+// WaitedOutside takes the connection back from the relay's wait
+// (proxy.WaitingConn): net/http's next read is a header read, of ahead,
+// the client's bytes the relay read, framed first.
+func (c *strictConn) WaitedOutside(ahead []byte) {
+	c.headerRead.Store(true)
+	c.mu.Lock()
+	if c.st == stLent {
+		c.st = stHead
+	}
+	c.mu.Unlock()
+	if len(ahead) > 0 {
+		c.pooled = c.bufs.Get().(*[]byte)
+		c.in = append((*c.pooled)[:0], ahead...)
+	}
 }
 
 // lend lets net/http go of the connection for the relay to carry a
@@ -265,6 +311,12 @@ func (c *strictConn) TakeHanded() *proxy.Handed { return c.handed.Swap(nil) }
 // instead (lend).
 func (c *strictConn) Close() error {
 	if s := c.lent.Swap(nil); s != nil {
+		if s.Waits() {
+			if err := s.Wait(c); err != nil {
+				return c.Conn.Close()
+			}
+			return nil
+		}
 		if s.Parks() {
 			// The request comes back to net/http from its own bytes,
 			// and net/http's reads of the connection after it are its

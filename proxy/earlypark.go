@@ -22,13 +22,15 @@ import (
 // a queue held swung with the collector's timing).
 
 // Lent is a connection the front end lent out of net/http: a stream
-// whose head went out and whose body the relay is to carry on it, or a
-// request parked to wait in the queue. Either starts once net/http let go
-// of the connection (Start).
+// whose head went out and whose body the relay is to carry on it, a
+// request parked to wait in the queue, or a refused client's connection
+// to wait in the relay (earlywait.go). Each starts once net/http let go
+// of the connection (Start, or Wait).
 type Lent struct {
-	rs   *relayed
-	pk   *parking             // a parked request, in place of rs
-	held *limiter.Reservation // pk's place in the queue
+	rs    *relayed
+	pk    *parking             // a parked request, in place of rs
+	held  *limiter.Reservation // pk's place in the queue
+	waits *Proxy               // a refused client's connection: one Lent a proxy
 }
 
 // Parks reports whether l is a parked request: net/http reads its

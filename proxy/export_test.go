@@ -21,3 +21,9 @@ func (p *Proxy) RefuseEarly(head []byte, remote net.Addr, dst []byte) ([]byte, b
 	}
 	return p.refuseHead(&h, remote, dst)
 }
+
+// AnswerWaiting is answerWaiting: a waiting client's request, refused in
+// the relay's loop.
+func (p *Proxy) AnswerWaiting(req []byte, remote net.Addr, out []byte) ([]byte, bool) {
+	return p.answerWaiting(req, remote, out)
+}

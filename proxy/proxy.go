@@ -109,6 +109,8 @@ type Proxy struct {
 	// resuming counts the parked requests decided and handed back to the
 	// server whose handler has not taken them yet (park.go).
 	resuming atomic.Int64
+	// waiting is the Lent of a refused client's connection (earlywait.go).
+	waiting *Lent
 }
 
 // New checks opts and returns a Proxy.
@@ -145,6 +147,7 @@ func New(opts Options) (*Proxy, error) {
 	for _, path := range opts.FrontPaths {
 		p.frontPaths[path] = true
 	}
+	p.waiting = &Lent{waits: p}
 	return p, nil
 }
 

@@ -85,7 +85,9 @@ type Early struct {
 	// (earlystream.go), or a request parked to wait in the queue
 	// (earlypark.go), either once net/http let go of the connection: the
 	// listener fails net/http's reads as a client gone's, and at
-	// net/http's Close starts it in place of closing.
+	// net/http's Close starts it in place of closing. On a refusal it is
+	// the offer to wait in the relay (Lent.Waits, earlywait.go), which the
+	// listener takes or leaves: the connection is lent only then.
 	Lent *Lent
 }
 
@@ -191,7 +193,11 @@ func (p *Proxy) refuseAtOnce(h *earlyHead, c EarlyClient) (Early, bool) {
 		p.early.give(buf, ans)
 		return Early{}, false
 	}
-	return p.writeEarly(c, buf, ans), true
+	e := p.writeEarly(c, buf, ans)
+	if !e.Gone && p.waitsEarly(c) {
+		e.Lent = p.waiting // the listener lends it after a run of refusals
+	}
+	return e, true
 }
 
 // answerServed writes the engine's answer to the client, counts its

@@ -240,6 +240,7 @@ type loop struct {
 	parkedN   *atomic.Int64 // the relay's count of parked clients (Parked)
 	gen       int32
 	buf       []byte // the loop's read buffer: one read at a time
+	out       []byte // a waiting client's answer (wait_linux.go), reused
 	// hold lets the loop wait holding its processor while busy with
 	// streams (heldWait); set by Run before the loop starts. heldWaits counts
 	// those waits, for the tests.
@@ -525,7 +526,7 @@ func (l *loop) run(ctx context.Context) {
 // on), and one that came before the park is found by the poll RawConn.Read
 // makes first.
 func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
-	if l.hold && len(l.streams) > 0 {
+	if l.hold && (len(l.streams) > 0 || len(l.parked) > 0) {
 		if now := time.Now(); l.busy(now) {
 			return l.heldWait(events, now) // one clock read for both
 		}
@@ -710,7 +711,7 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 		if w := l.watched[fd]; w != nil && w.gen == ev.Pad {
 			l.watchEvent(w, ev.Events)
 		} else if p := l.parked[fd]; p != nil && p.gen == ev.Pad {
-			l.parkedEvent(p)
+			l.parkedEvent(p, ev.Events)
 		}
 		return ended // a watched or parked socket, or a stream that ended in this batch
 	}

@@ -42,3 +42,6 @@ func (*Relay) Watch(net.Conn, func()) (*Watched, error) { return nil, ErrUnsuppo
 
 // Stop reports false.
 func (*Watched) Stop() bool { return false }
+
+// Wait fails with ErrUnsupported.
+func (*Relay) Wait(*Waiter) error { return ErrUnsupported }

@@ -19,6 +19,15 @@ type parkedConn struct {
 	mover  Mover
 	resume func(net.Conn)
 	until  time.Time // when it is closed as idle; zero: never
+	// A waiting client's (Relay.Wait, wait_linux.go): answer takes its
+	// requests, resumeAhead gets back what answer leaves, pending is an
+	// answer's rest the socket did not take, and renewed the idle time
+	// its last answer gave it, which until takes once passed (closeIdle).
+	answer      func(req, out []byte) ([]byte, bool)
+	resumeAhead func(c net.Conn, ahead []byte)
+	pending     []byte
+	idle        time.Duration
+	renewed     time.Time
 }
 
 // parkedEvents are a parked client's: its next bytes, or its hang-up.
@@ -49,8 +58,13 @@ func (l *loop) park(st *stream) bool {
 // parkedEvent acts on a parked client's event: bytes (a request) move the
 // socket back into its connection for Park; a hang-up closes it. A look
 // at the socket tells the two apart: a client may send its request and
-// close its side at once, which is a request.
-func (l *loop) parkedEvent(p *parkedConn) {
+// close its side at once, which is a request. A waiting client's events
+// are waiterEvent's.
+func (l *loop) parkedEvent(p *parkedConn, events uint32) {
+	if p.answer != nil {
+		l.waiterEvent(p, events)
+		return
+	}
 	l.unpark(p)
 	if rawio.PeerClosed(p.fd) {
 		_ = syscall.Close(p.fd)
@@ -77,7 +91,8 @@ func (l *loop) unpark(p *parkedConn) {
 // order they were parked, which is the order of their times when every
 // stream has the same ParkIdle (the proxy's streams have the server's
 // idle timeout); one parked with a shorter time behind a longer one waits
-// for it, closed late rather than early.
+// for it, closed late rather than early. A waiting client whose answers
+// renewed its time goes to the back with it when its first time passes.
 func (l *loop) closeIdle() {
 	if len(l.idleOrder) == 0 {
 		return
@@ -90,6 +105,11 @@ func (l *loop) closeIdle() {
 		}
 		l.idleOrder[0] = nil
 		l.idleOrder = l.idleOrder[1:]
+		if l.parked[p.fd] == p && now.Before(p.renewed) {
+			p.until = p.renewed
+			l.idleOrder = append(l.idleOrder, p)
+			continue
+		}
 		if l.parked[p.fd] == p {
 			l.unpark(p)
 			_ = syscall.Close(p.fd)
