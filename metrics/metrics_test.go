@@ -661,7 +661,7 @@ func TestRelay(t *testing.T) {
 		idle  int
 	}{{0, 0, 0}, {3, 7, 2}, {0, 12, 5}} {
 		open, added, idle = tc.open, tc.added, tc.idle
-		want := fmt.Sprintf(`# HELP slotgate_relay_idle_connections Client connections the relay keeps after their stream ended, until their next request, hang-up or idle timeout (--stream-relay epoll).
+		want := fmt.Sprintf(`# HELP slotgate_relay_idle_connections Client connections the relay keeps between requests, after their stream ended or a run of refusals, until a request it does not answer, a hang-up or the idle timeout (--stream-relay epoll).
 # TYPE slotgate_relay_idle_connections gauge
 slotgate_relay_idle_connections %d
 # HELP slotgate_relay_streams Streamed answers the relay's event loops carry now (--stream-relay epoll).

@@ -6,13 +6,13 @@ import "github.com/prometheus/client_golang/prometheus"
 // each scrape: slotgate_relay_streams, the answers it carries now,
 // slotgate_relay_streams_total, those handed to it since start, and
 // slotgate_relay_idle_connections, the clients it keeps after their
-// stream until their next request. open, added and idle read them; the
+// stream, or after a run of refusals, until their next request. open, added and idle read them; the
 // command registers it only with the relay on.
 func Relay(open func() int, added func() uint64, idle func() int) prometheus.Collector {
 	return &relayCollector{
 		open: open, added: added, idle: idle,
 		idleDesc: prometheus.NewDesc("slotgate_relay_idle_connections",
-			"Client connections the relay keeps after their stream ended, until their next request, hang-up or idle timeout (--stream-relay epoll).", nil, nil),
+			"Client connections the relay keeps between requests, after their stream ended or a run of refusals, until a request it does not answer, a hang-up or the idle timeout (--stream-relay epoll).", nil, nil),
 		openDesc: prometheus.NewDesc("slotgate_relay_streams",
 			"Streamed answers the relay's event loops carry now (--stream-relay epoll).", nil, nil),
 		addedDesc: prometheus.NewDesc("slotgate_relay_streams_total",

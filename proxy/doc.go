@@ -80,4 +80,10 @@
 //     but that its client, with nothing read past its request, is kept
 //     in the relay after the answer until its next request, which the
 //     relay hands to Relay.Resume (relay.Stream.Park).
+//   - A client the listener refused time and again may wait in the
+//     relay between requests (earlywait.go, Lent.Waits): the relay's
+//     loop refuses only a request it read whole, alone, that the front
+//     end would refuse early (refuseHead, the same answer, count and log
+//     line), and gives every other back to the server with its bytes
+//     ahead of the connection, which the listener frames first.
 package proxy

@@ -30,7 +30,11 @@
 // keeps a stream's client socket after its answer ended, when asked
 // (Stream.Park), until the client's next request (the socket then goes
 // back to its connection, for Park) or its hang-up, idle time or the
-// relay's end (the loop closes it).
+// relay's end (the loop closes it). A client with no stream may wait in
+// a loop between requests too (Wait, a Waiter): the loop offers what
+// each read of its socket takes to the Waiter's Answer, writes the
+// answer, and gives the socket back, with the bytes read, for the first
+// request Answer leaves.
 //
 // Invariants:
 //   - a stream's sockets are used by its loop only, from Add until its
@@ -39,7 +43,11 @@
 //     use (the engine's when reusable, the client's when its answer
 //     ended and it is not parked) are back in their connections, in Go's
 //     netpoller, and the loop closed the others; a parked client's socket
-//     is the loop's alone until Park gets it back or the loop closes it;
+//     is the loop's alone until Park gets it back or the loop closes it,
+//     and a waiting client's until Resume gets it back, with every byte
+//     read from it and not answered, or the loop closes it; a waiting
+//     client's answers are written whole and in order, the rest of one
+//     before its next request is read;
 //   - Go's netpoller sees a loop's set only through the gate, armed
 //     while the loop parks and disarmed once it wakes;
 //   - Done is called exactly once per stream Add accepted, on the loop's

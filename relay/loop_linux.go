@@ -20,7 +20,7 @@ import (
 // is given streams (pick).
 type Relay struct {
 	loops  []*loop
-	next   atomic.Uint32 // spreads watches over the loops
+	next   atomic.Uint32 // spreads watches and waiting clients over the loops
 	added  atomic.Uint64
 	parked atomic.Int64
 }

@@ -20,7 +20,9 @@ func (r *Relay) Wait(w *Waiter) error {
 	if err != nil {
 		return err
 	}
-	l := r.pick()
+	// Spread over the loops, as watches are: a storm's refusals are
+	// their work, and one loop would answer them all on one core.
+	l := r.loops[int(r.next.Add(1))%len(r.loops)]
 	if err := l.queue(func() { l.parkWaiter(fd, w) }); err != nil {
 		if c, err := w.Mover.MoveIn(fd); err == nil {
 			_ = c.Close()

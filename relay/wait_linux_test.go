@@ -207,3 +207,20 @@ func waitNoneParked(t *testing.T, r *Relay) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestWaitersSpread: waiting clients are spread over the loops, whose
+// work under a storm is their refusals, and each is answered on its own.
+func TestWaitersSpread(t *testing.T) {
+	r, _ := startRelay(t, 2)
+	a := startWaiting(t, r, answerPings, time.Minute)
+	b := startWaiting(t, r, answerPings, time.Minute)
+	for _, w := range []*waiting{a, b} {
+		if _, err := w.client.Write([]byte("ping s")); err != nil {
+			t.Fatal(err)
+		}
+		readExactly(t, w.client, "pong s")
+	}
+	if n0, n1 := parkedCount(t, r.loops[0]), parkedCount(t, r.loops[1]); n0 != 1 || n1 != 1 {
+		t.Errorf("waiting clients on the loops: %d and %d, want one each", n0, n1)
+	}
+}
