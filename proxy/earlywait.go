@@ -18,7 +18,7 @@ import (
 // once, or one the loop does not read whole (a head the front end does
 // not answer, a body not all here, a second request behind the first),
 // sends the connection back to the server with the bytes read ahead of
-// it (resumeWaiting): the listener frames them first, as if they had just
+// it (WaitingConn.WaitedOutside): the listener frames them first, as if they had just
 // come. The refusal is the front end's own (refuseHead): counted,
 // reported and logged as ServeHTTP's would be.
 
@@ -60,8 +60,14 @@ func (l *Lent) Wait(c WaitingConn) error {
 	return p.relay.Loops.Wait(&relay.Waiter{
 		Mover:  c,
 		Answer: func(req, out []byte) ([]byte, bool) { return p.answerWaiting(req, remote, out) },
-		Resume: p.resumeWaiting,
-		Idle:   p.relay.Idle,
+		Resume: func(moved net.Conn, ahead []byte) {
+			// The listener's connection takes its socket back as itself
+			// (moved is c): the bytes go through its framing, never
+			// straight to net/http.
+			c.WaitedOutside(ahead)
+			p.relay.Resume(moved)
+		},
+		Idle: p.relay.Idle,
 	})
 }
 
@@ -80,15 +86,4 @@ func (p *Proxy) answerWaiting(req []byte, remote net.Addr, out []byte) ([]byte, 
 		return out, false
 	}
 	return p.refuseHead(&h, remote, out)
-}
-
-// resumeWaiting serves c, back from the relay, again, with ahead, the
-// bytes the relay read, framed first.
-func (p *Proxy) resumeWaiting(c net.Conn, ahead []byte) {
-	if w, ok := c.(WaitingConn); ok {
-		w.WaitedOutside(ahead)
-		p.relay.Resume(c)
-		return
-	}
-	p.relay.Resume(&readAhead{Conn: c, ahead: ahead})
 }
