@@ -10,9 +10,11 @@ import (
 )
 
 // Wait takes w's socket out of Go's netpoller and parks it in a loop,
-// where it waits for the client's next request (Waiter). It fails, the
-// connection as it was, when the socket cannot be moved out, or once the
-// relay stopped. From its success on, the socket is the loop's until
+// where it waits for the client's next request (Waiter). It fails when
+// the socket cannot be moved out (the connection as it was), or once the
+// relay stopped (the connection moved back in and closed: the client's
+// last request was answered, and no loop is left to wait in). From its
+// success on, the socket is the loop's until
 // Resume gets it back or the loop closes it: the client hung up, stayed
 // idle past w.Idle, or outlived the relay.
 func (r *Relay) Wait(w *Waiter) error {
