@@ -100,13 +100,7 @@ func TestParkedClientClosed(t *testing.T) {
 			}
 			tc.end(t, m.client, sync.OnceFunc(stop))
 			if tc.name != "relay stopped" {
-				deadline := time.Now().Add(wait)
-				for parkedCount(t, r.loops[0]) != 0 {
-					if time.Now().After(deadline) {
-						t.Fatal("the parked client was never closed")
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				waitNoneParked(t, r)
 			}
 			select {
 			case c := <-resumed:

@@ -196,13 +196,14 @@ func TestWaitFails(t *testing.T) {
 	wantEOF(t, client)
 }
 
-// waitNoneParked waits for the loop to keep no client.
+// waitNoneParked waits for the first loop to keep no client, parked or
+// waiting.
 func waitNoneParked(t *testing.T, r *Relay) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for parkedCount(t, r.loops[0]) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the waiting client was never closed")
+			t.Fatal("the kept client was never closed")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
