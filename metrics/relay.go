@@ -6,8 +6,9 @@ import "github.com/prometheus/client_golang/prometheus"
 // each scrape: slotgate_relay_streams, the answers it carries now,
 // slotgate_relay_streams_total, those handed to it since start, and
 // slotgate_relay_idle_connections, the clients it keeps after their
-// stream, or after a run of refusals, until their next request. open, added and idle read them; the
-// command registers it only with the relay on.
+// stream, or after a run of refusals, until their next request. open,
+// added and idle read them; the command registers it only with the relay
+// on.
 func Relay(open func() int, added func() uint64, idle func() int) prometheus.Collector {
 	return &relayCollector{
 		open: open, added: added, idle: idle,

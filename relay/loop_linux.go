@@ -36,9 +36,10 @@ type Relay struct {
 // BENCHMARKS.md, "Loops that hold their processor". A light load stays
 // on the first loop (pick).
 //
-// A busy loop with streams open waits holding its processor (heldWait):
-// a program runs a relay on GOMAXPROCS raised by Loops, so that the held
-// ones are processors of their own and not the rest of the program's.
+// A busy loop with streams open or clients kept waits holding its
+// processor (heldWait): a program runs a relay on GOMAXPROCS raised by
+// Loops, so that the held ones are processors of their own and not the
+// rest of the program's.
 func New(n int) (*Relay, error) {
 	if n <= 0 {
 		n = max(1, runtime.GOMAXPROCS(0)/4)
@@ -242,7 +243,7 @@ type loop struct {
 	buf       []byte // the loop's read buffer: one read at a time
 	out       []byte // a waiting client's answer (wait_linux.go), reused
 	// hold lets the loop wait holding its processor while busy with
-	// streams (heldWait); set by Run before the loop starts. heldWaits counts
+	// streams or kept clients (heldWait); set by Run before the loop starts. heldWaits counts
 	// those waits, for the tests.
 	hold      bool
 	heldWaits int
