@@ -54,9 +54,9 @@ func goals(rs []ScenarioResult) []Goal {
 }
 
 // streamGoals are issue 17's targets: streams at scale, and the fast path
-// and the overload storm under wrk, whose client does not bound the rate. The added latencies are compared as differences: HAProxy's
-// own added latency may be zero or below (noise), where a ratio means
-// nothing.
+// and the overload storm under wrk, whose client does not bound the rate.
+// The added latencies are compared as differences: HAProxy's own added
+// latency may be zero or below (noise), where a ratio means nothing.
 func streamGoals(r results) []goalSpec {
 	return []goalSpec{
 		{"streams-1024: proxy CPU per event, slotgate ÷ haproxy", "<=", "x", 1, r.ratio("streams-1024", cpuPerEventMetric)},

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"time"
 )
 
 // The overload storm under wrk (issue 17): the refusal rate of the Go
@@ -88,45 +84,30 @@ func parseStorm(out string) (stormCounts, error) {
 // overloadWrk runs the storm under wrk, sampling the queue as overload
 // does, and measures the proxy's CPU and wrk's share of the machine.
 func overloadWrk(ctx context.Context, t trial) (map[string]float64, error) {
-	script := filepath.Join(t.env.run, "storm.lua")
-	if err := os.WriteFile(script, []byte(stormScript()), 0o644); err != nil {
-		return nil, err
-	}
-	secs := max(1, int(t.d.Round(time.Second)/time.Second))
-	wctx, cancel := context.WithTimeout(ctx, t.d+30*time.Second)
-	defer cancel()
 	queued := sampleQueue(ctx, t.inst)
+	defer queued.stop() // on the failures; stop again is nothing
 	before, err := readCPUTicks()
 	if err != nil {
 		return nil, err
 	}
 	cpu := startCPU(t.inst.pid)
-	cmd := exec.CommandContext(wctx, t.env.wrk, "-t1", fmt.Sprintf("-c%d", stormConns), fmt.Sprintf("-d%ds", secs),
-		"--latency", "-s", script, t.url+"/work?ms=50")
-	out, err := cmd.CombinedOutput()
+	run, err := runWrk(ctx, t, "storm.lua", stormScript(), stormConns, "/work?ms=50")
 	if err != nil {
-		queued.stop()
-		return nil, fmt.Errorf("wrk: %w: %s", err, out)
+		return nil, err
 	}
 	after, err := readCPUTicks()
 	if err != nil {
-		queued.stop()
 		return nil, err
 	}
-	wrkTicks := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds() * userHZ
-	r, err := parseWrk(string(out))
-	if err != nil {
-		queued.stop()
-		return nil, fmt.Errorf("wrk's output: %w:\n%s", err, out)
-	}
+	r := run.report
 	perReq, cpuErr := cpu.perRequest(r.requests)
 	qmax, qerr := queued.stop()
 	if err := cmpOr(cpuErr, qerr); err != nil {
 		return nil, err
 	}
-	n, err := parseStorm(string(out))
+	n, err := parseStorm(run.out)
 	if err != nil {
-		return nil, fmt.Errorf("wrk's output: %w:\n%s", err, out)
+		return nil, fmt.Errorf("wrk's output: %w:\n%s", err, run.out)
 	}
 	if n.served == 0 {
 		return nil, fmt.Errorf("no request served (%d refused, %d other)", n.refused, n.other)
@@ -135,8 +116,8 @@ func overloadWrk(ctx context.Context, t trial) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := float64(secs)
-	m := map[string]float64{
+	s := float64(run.secs)
+	return map[string]float64{
 		"served/s":         float64(n.served) / s,
 		"rejected/s":       float64(n.refused) / s,
 		"answer p50 ms":    ms(r.p50),
@@ -144,12 +125,8 @@ func overloadWrk(ctx context.Context, t trial) (map[string]float64, error) {
 		"engine max":       float64(st.MaxInFlight),
 		"queued max":       float64(qmax),
 		"proxy CPU µs/req": perReq,
+		clientCPUMetric:    100 * partOfBusy(run.cpu.Seconds()*userHZ, before, after),
 		machineBusyMetric:  100 * machineBusy(before, after),
 		"errors":           float64(max(0, r.errors-n.refused)), // wrk's non-2xx count holds the refusals
-	}
-	m[clientCPUMetric] = 0
-	if busy := after.busy - before.busy; busy > 0 {
-		m[clientCPUMetric] = min(100, 100*wrkTicks/float64(busy))
-	}
-	return m, nil
+	}, nil
 }

@@ -163,7 +163,8 @@ func sampleQueue(ctx context.Context, inst *instance) *queueSampler {
 	return s
 }
 
-// stop ends the sampling and returns the largest depth read.
+// stop ends the sampling and returns the largest depth read; called
+// again, it returns the same.
 func (s *queueSampler) stop() (int, error) {
 	s.cancel()
 	<-s.done

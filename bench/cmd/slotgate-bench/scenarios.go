@@ -140,9 +140,9 @@ func fastPath(conc int) func(context.Context, trial) (map[string]float64, error)
 // and the driver's share of the machine meanwhile.
 func overload(ctx context.Context, t trial) (map[string]float64, error) {
 	queued := sampleQueue(ctx, t.inst)
+	defer queued.stop() // on the failures; stop again is nothing
 	before, err := readCPUTicks()
 	if err != nil {
-		queued.stop()
 		return nil, err
 	}
 	cpu := startCPU(t.inst.pid)

@@ -82,11 +82,18 @@ func machineBusy(a, b cpuTicks) float64 {
 // share is the driver's part of the machine's busy CPU between a and b,
 // as a fraction; 0 when the machine was idle or a reading failed.
 func share(a, b cpuTicks) float64 {
+	return partOfBusy(float64(b.self-a.self), a, b)
+}
+
+// partOfBusy is what ticks of CPU (the driver's, or a client process's
+// such as wrk's) make of the machine's busy CPU between a and b, as a
+// fraction; 0 when the machine was idle.
+func partOfBusy(ticks float64, a, b cpuTicks) float64 {
 	busy := b.busy - a.busy
 	if busy <= 0 {
 		return 0
 	}
-	return min(1, float64(b.self-a.self)/float64(busy))
+	return min(1, ticks/float64(busy))
 }
 
 // clientWarnings names every target of every scenario whose median

@@ -66,23 +66,12 @@ func wrkScript() string {
 }
 
 func wrkFastPath(ctx context.Context, t trial) (map[string]float64, error) {
-	script := filepath.Join(t.env.run, "post.lua")
-	if err := os.WriteFile(script, []byte(wrkScript()), 0o644); err != nil {
+	cpu := startCPU(t.inst.pid)
+	run, err := runWrk(ctx, t, "post.lua", wrkScript(), wrkConns, "/fast")
+	if err != nil {
 		return nil, err
 	}
-	secs := max(1, int(t.d.Round(time.Second)/time.Second))
-	ctx, cancel := context.WithTimeout(ctx, t.d+30*time.Second)
-	defer cancel()
-	cpu := startCPU(t.inst.pid)
-	out, err := exec.CommandContext(ctx, t.env.wrk, "-t1", fmt.Sprintf("-c%d", wrkConns), fmt.Sprintf("-d%ds", secs),
-		"--latency", "-s", script, t.url+"/fast").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("wrk: %w: %s", err, out)
-	}
-	r, err := parseWrk(string(out))
-	if err != nil {
-		return nil, fmt.Errorf("wrk's output: %w:\n%s", err, out)
-	}
+	r := run.report
 	perReq, err := cpu.perRequest(r.requests)
 	if err != nil {
 		return nil, fmt.Errorf("proxy CPU: %w", err)
@@ -94,6 +83,40 @@ func wrkFastPath(ctx context.Context, t trial) (map[string]float64, error) {
 		"proxy CPU µs/req": perReq,
 		"errors":           float64(r.errors),
 	}, nil
+}
+
+// wrkRun is one run of wrk: its output, the report read from it, the run's
+// length in whole seconds, and wrk's own CPU time.
+type wrkRun struct {
+	out    string
+	report wrkResult
+	secs   int
+	cpu    time.Duration
+}
+
+// runWrk runs one wrk thread at conns connections on t's path for t.d
+// (whole seconds, one at least), with script (written to the run's
+// folder as name), and reads its report.
+func runWrk(ctx context.Context, t trial, name, script string, conns int, path string) (wrkRun, error) {
+	file := filepath.Join(t.env.run, name)
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		return wrkRun{}, err
+	}
+	run := wrkRun{secs: max(1, int(t.d.Round(time.Second)/time.Second))}
+	ctx, cancel := context.WithTimeout(ctx, t.d+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, t.env.wrk, "-t1", fmt.Sprintf("-c%d", conns), fmt.Sprintf("-d%ds", run.secs),
+		"--latency", "-s", file, t.url+path)
+	out, err := cmd.CombinedOutput()
+	run.out = string(out)
+	if err != nil {
+		return run, fmt.Errorf("wrk: %w: %s", err, out)
+	}
+	run.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if run.report, err = parseWrk(run.out); err != nil {
+		return run, fmt.Errorf("wrk's output: %w:\n%s", err, out)
+	}
+	return run, nil
 }
 
 // wrkResult is what parseWrk reads from wrk's report.

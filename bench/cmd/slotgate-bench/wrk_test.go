@@ -45,15 +45,22 @@ func TestParseWrk(t *testing.T) {
 		{"empty", "", wrkResult{}, "requests in"},
 	} {
 		got, err := parseWrk(tc.out)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.err)
-			}
-			continue
+		checkParsed(t, tc.name, got, err, tc.want, tc.err)
+	}
+}
+
+// checkParsed checks one case of a parser's table: with wantErr set, an
+// error that contains it; else got, without error, equal to want.
+func checkParsed[T comparable](t *testing.T, name string, got T, err error, want T, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%s: error %v, want one containing %q", name, err, wantErr)
 		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
-		}
+		return
+	}
+	if err != nil || got != want {
+		t.Errorf("%s: %+v, %v; want %+v", name, got, err, want)
 	}
 }
 
@@ -112,15 +119,7 @@ func TestParseStorm(t *testing.T) {
 		{"a word for a count", "slotgate-bench storm: served x refused 0 other 0\n", stormCounts{}, "no \"slotgate-bench storm:\" line"},
 	} {
 		got, err := parseStorm(tc.out)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
-		}
+		checkParsed(t, tc.name, got, err, tc.want, tc.err)
 	}
 }
 
