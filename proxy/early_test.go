@@ -208,8 +208,21 @@ func TestRefuseEarlyLeavesTheRest(t *testing.T) {
 // gate admits (declined: a slot free) and one it refuses (the slot held,
 // no queue).
 func BenchmarkRefuseEarly(b *testing.B) {
-	head := []byte("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\n" +
-		"Content-Length: 2\r\nAccept-Encoding: gzip\r\n\r\n")
+	head := []byte(benchRequest[:strings.Index(benchRequest, "\r\n\r\n")+4])
+	benchRefusal(b, func(p *proxy.Proxy, addr net.Addr, buf []byte) bool {
+		_, ok := p.RefuseEarly(head, addr, buf)
+		return ok
+	})
+}
+
+// benchRequest is the plain request the refusal benchmarks offer.
+const benchRequest = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\n" +
+	"Content-Length: 2\r\nAccept-Encoding: gzip\r\n\r\n{}"
+
+// benchRefusal measures offer, which reports whether it refused, on a
+// proxy of one slot, free (declined) and held (refused), the access log
+// off.
+func benchRefusal(b *testing.B, offer func(p *proxy.Proxy, addr net.Addr, buf []byte) bool) {
 	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
 	for _, refused := range []bool{false, true} {
 		name := map[bool]string{false: "declined", true: "refused"}[refused]
@@ -224,7 +237,7 @@ func BenchmarkRefuseEarly(b *testing.B) {
 			buf := make([]byte, 0, 512)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := h.proxy.RefuseEarly(head, addr, buf); ok != refused {
+				if ok := offer(h.proxy, addr, buf); ok != refused {
 					b.Fatalf("answered %v, want %v", ok, refused)
 				}
 			}

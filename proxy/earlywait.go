@@ -54,7 +54,7 @@ func (l *Lent) Waits() bool { return l.waits != nil }
 func (l *Lent) Wait(c WaitingConn) error {
 	p := l.waits
 	if err := relay.Usable(c); err != nil {
-		return err
+		return err // not a non-blocking socket: the loop's calls must never block
 	}
 	remote := c.RemoteAddr() // the moved connection has none
 	return p.relay.Loops.Wait(&relay.Waiter{

@@ -122,26 +122,9 @@ func FuzzAnswerWaiting(f *testing.F) {
 // client's request beyond its read and write: one the gate admits
 // (declined: the connection goes back) and one it refuses.
 func BenchmarkAnswerWaiting(b *testing.B) {
-	req := []byte("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: Go-http-client/1.1\r\n" +
-		"Content-Length: 2\r\nAccept-Encoding: gzip\r\n\r\n{}")
-	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
-	for _, refused := range []bool{false, true} {
-		name := map[bool]string{false: "declined", true: "refused"}[refused]
-		b.Run(name, func(b *testing.B) {
-			held := newHeldEngine()
-			h := newHarness(b, harnessConfig{engine: held, limits: limiter.Options{Slots: 1},
-				options: func(o *proxy.Options) { o.AccessLog = nil }})
-			defer held.release()
-			if refused {
-				h.hold(held, "/hold")
-			}
-			out := make([]byte, 0, 512)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, ok := h.proxy.AnswerWaiting(req, addr, out); ok != refused {
-					b.Fatalf("answered %v, want %v", ok, refused)
-				}
-			}
-		})
-	}
+	req := []byte(benchRequest)
+	benchRefusal(b, func(p *proxy.Proxy, addr net.Addr, out []byte) bool {
+		_, ok := p.AnswerWaiting(req, addr, out)
+		return ok
+	})
 }
