@@ -21,23 +21,8 @@ import (
 // served, and bad requests are still refused as bad, not as overloaded;
 // and once the slot is free the same connection is served.
 func TestRefusalsOnAKeptConnection(t *testing.T) {
-	eng := newEngine(t)
-	eng.hold()
-	sg := start(t, eng.url(), nil, "--engine-request-limit", "1", "--request-queue-limit", "0", "--retry-after", "2s",
-		"--serve-engine-metrics=true", "--passthrough-paths", "/health")
-	held := make(chan result, 1)
-	go func() {
-		held <- post(context.Background(), &http.Client{}, sg.proxy, "holder", `{"prompt":"hi"}`)
-	}()
-	eng.waitInFlight(t, 1)
-
-	c, err := net.Dial("tcp", strings.TrimPrefix(sg.proxy, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(waitLimit))
-	br := bufio.NewReader(c)
+	full := holdTheSlot(t, "--serve-engine-metrics=true", "--passthrough-paths", "/health")
+	sg, c, br := full.sg, full.c, full.br
 	const refusals = 30
 	for i := range refusals {
 		id := fmt.Sprintf("kept-%d", i)
@@ -80,10 +65,7 @@ func TestRefusalsOnAKeptConnection(t *testing.T) {
 		t.Errorf("%d access-log lines of rejected_capacity, want %d", got, refusals+3)
 	}
 
-	eng.release()
-	if r := <-held; r.status != http.StatusOK {
-		t.Fatalf("the held request: %d %s", r.status, r.body)
-	}
+	full.release()
 	writeRaw(t, c, completion("served")+completion("behind"))
 	for _, id := range []string{"served", "behind"} {
 		// The test engine names the request's id in its answer.
@@ -91,6 +73,44 @@ func TestRefusalsOnAKeptConnection(t *testing.T) {
 			t.Errorf("after the release, %s: %s %v %s", id, resp.Status, resp.Header, body)
 		}
 	}
+}
+
+// heldSlot is a slotgate of one slot, no queue and --retry-after 2s,
+// whose slot a holder's request takes, with a kept connection open to its
+// proxy port (c, read through br); release frees the slot, once the
+// holder was served.
+type heldSlot struct {
+	sg      *sidecar
+	c       net.Conn
+	br      *bufio.Reader
+	release func()
+}
+
+// holdTheSlot starts such a slotgate, with args added to its flags.
+func holdTheSlot(t *testing.T, args ...string) heldSlot {
+	t.Helper()
+	eng := newEngine(t)
+	eng.hold()
+	sg := start(t, eng.url(), nil, append([]string{"--engine-request-limit", "1", "--request-queue-limit", "0", "--retry-after", "2s"}, args...)...)
+	held := make(chan result, 1)
+	go func() {
+		held <- post(context.Background(), &http.Client{}, sg.proxy, "holder", `{"prompt":"hi"}`)
+	}()
+	eng.waitInFlight(t, 1)
+	c, err := net.Dial("tcp", strings.TrimPrefix(sg.proxy, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(waitLimit))
+	release := func() {
+		t.Helper()
+		eng.release()
+		if r := <-held; r.status != http.StatusOK {
+			t.Fatalf("the held request: %d %s", r.status, r.body)
+		}
+	}
+	return heldSlot{sg: sg, c: c, br: bufio.NewReader(c), release: release}
 }
 
 // badRequestOnKeptConn sends one good request and then raw on one

@@ -1,10 +1,7 @@
 package e2e_test
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,22 +16,8 @@ import (
 // sent at once, one whose body comes late) and the first the gate admits
 // send the connection back to the server, which answers them on it.
 func TestRefusedClientWaitsInTheRelay(t *testing.T) {
-	eng := newEngine(t)
-	eng.hold()
-	sg := start(t, eng.url(), nil, "--engine-request-limit", "1", "--request-queue-limit", "0", "--retry-after", "2s")
-	held := make(chan result, 1)
-	go func() {
-		held <- post(context.Background(), &http.Client{}, sg.proxy, "holder", `{"prompt":"hi"}`)
-	}()
-	eng.waitInFlight(t, 1)
-
-	c, err := net.Dial("tcp", strings.TrimPrefix(sg.proxy, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(waitLimit))
-	br := bufio.NewReader(c)
+	full := holdTheSlot(t)
+	sg, c, br := full.sg, full.c, full.br
 	refused := 0
 	refuse := func(ids ...string) {
 		t.Helper()
@@ -89,10 +72,7 @@ func TestRefusedClientWaitsInTheRelay(t *testing.T) {
 	if got := len(sg.log.Lines(`"outcome":"rejected_capacity"`)); got != refused {
 		t.Errorf("%d access-log lines of rejected_capacity, want %d", got, refused)
 	}
-	eng.release()
-	if r := <-held; r.status != http.StatusOK {
-		t.Fatalf("the held request: %d %s", r.status, r.body)
-	}
+	full.release()
 	writeRaw(t, c, completion("served"))
 	if resp, body := readKept(t, br); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":"served"`) {
 		t.Errorf("after the release: %s %v %s", resp.Status, resp.Header, body)
