@@ -84,25 +84,18 @@ func parseStorm(out string) (stormCounts, error) {
 // overloadWrk runs the storm under wrk, sampling the queue as overload
 // does, and measures the proxy's CPU and wrk's share of the machine.
 func overloadWrk(ctx context.Context, t trial) (map[string]float64, error) {
-	queued := sampleQueue(ctx, t.inst)
-	defer queued.stop() // on the failures; stop again is nothing
-	before, err := readCPUTicks()
+	meter, err := startStorm(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	cpu := startCPU(t.inst.pid)
 	run, err := runWrk(ctx, t, "storm.lua", stormScript(), stormConns, "/work?ms=50")
 	if err != nil {
-		return nil, err
-	}
-	after, err := readCPUTicks()
-	if err != nil {
+		_, _ = meter.stop(ctx, 0)
 		return nil, err
 	}
 	r := run.report
-	perReq, cpuErr := cpu.perRequest(r.requests)
-	qmax, qerr := queued.stop()
-	if err := cmpOr(cpuErr, qerr); err != nil {
+	got, err := meter.stop(ctx, r.requests)
+	if err != nil {
 		return nil, err
 	}
 	n, err := parseStorm(run.out)
@@ -112,21 +105,13 @@ func overloadWrk(ctx context.Context, t trial) (map[string]float64, error) {
 	if n.served == 0 {
 		return nil, fmt.Errorf("no request served (%d refused, %d other)", n.refused, n.other)
 	}
-	st, err := t.eng.stats(ctx)
-	if err != nil {
-		return nil, err
-	}
 	s := float64(run.secs)
-	return map[string]float64{
-		"served/s":         float64(n.served) / s,
-		"rejected/s":       float64(n.refused) / s,
-		"answer p50 ms":    ms(r.p50),
-		"answer p99 ms":    ms(r.p99),
-		"engine max":       float64(st.MaxInFlight),
-		"queued max":       float64(qmax),
-		"proxy CPU µs/req": perReq,
-		clientCPUMetric:    100 * partOfBusy(run.cpu.Seconds()*userHZ, before, after),
-		machineBusyMetric:  100 * machineBusy(before, after),
-		"errors":           float64(max(0, r.errors-n.refused)), // wrk's non-2xx count holds the refusals
-	}, nil
+	m := got.metrics
+	m["served/s"] = float64(n.served) / s
+	m["rejected/s"] = float64(n.refused) / s
+	m["answer p50 ms"] = ms(r.p50)
+	m["answer p99 ms"] = ms(r.p99)
+	m[clientCPUMetric] = 100 * partOfBusy(run.cpu.Seconds()*userHZ, got.before, got.after)
+	m["errors"] = float64(max(0, r.errors-n.refused)) // wrk's non-2xx count holds the refusals
+	return m, nil
 }

@@ -173,3 +173,51 @@ func (s *queueSampler) stop() (int, error) {
 	}
 	return s.max, nil
 }
+
+// stormMeter measures, around an overload storm's client (the driver's
+// or wrk), what both storms report: the proxy's queue depth, sampled, the
+// proxy's CPU, the machine's, and the engine's most in flight.
+type stormMeter struct {
+	t      trial
+	queued *queueSampler
+	before cpuTicks
+	cpu    *cpuMeter
+}
+
+// stormMeasured is what a stormMeter measured.
+type stormMeasured struct {
+	metrics       map[string]float64 // queued max, engine max, proxy CPU µs/req, machine busy %
+	before, after cpuTicks
+}
+
+// startStorm starts measuring t's target; stop must follow.
+func startStorm(ctx context.Context, t trial) (*stormMeter, error) {
+	m := &stormMeter{t: t, queued: sampleQueue(ctx, t.inst)}
+	var err error
+	if m.before, err = readCPUTicks(); err != nil {
+		_, _ = m.queued.stop()
+		return nil, err
+	}
+	m.cpu = startCPU(t.inst.pid)
+	return m, nil
+}
+
+// stop ends the measure; answers is how many answers the client read.
+func (m *stormMeter) stop(ctx context.Context, answers int) (stormMeasured, error) {
+	perReq, cpuErr := m.cpu.perRequest(answers)
+	after, tickErr := readCPUTicks()
+	qmax, qerr := m.queued.stop()
+	if err := cmpOr(cmpOr(qerr, cpuErr), tickErr); err != nil {
+		return stormMeasured{}, err
+	}
+	st, err := m.t.eng.stats(ctx)
+	if err != nil {
+		return stormMeasured{}, err
+	}
+	return stormMeasured{before: m.before, after: after, metrics: map[string]float64{
+		"engine max":       float64(st.MaxInFlight),
+		"queued max":       float64(qmax),
+		"proxy CPU µs/req": perReq,
+		machineBusyMetric:  100 * machineBusy(m.before, after),
+	}}, nil
+}

@@ -139,38 +139,25 @@ func fastPath(conc int) func(context.Context, trial) (map[string]float64, error)
 // 5 ms, on every target alike (direct and nginx have nothing to read),
 // and the driver's share of the machine meanwhile.
 func overload(ctx context.Context, t trial) (map[string]float64, error) {
-	queued := sampleQueue(ctx, t.inst)
-	defer queued.stop() // on the failures; stop again is nothing
-	before, err := readCPUTicks()
+	meter, err := startStorm(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	cpu := startCPU(t.inst.pid)
 	r := closedLoop(ctx, t.url+"/work?ms=50", stormConns, t.d)
-	perReq, cpuErr := cpu.perRequest(len(r.ok) + len(r.rejected) + r.other)
-	after, tickErr := readCPUTicks()
-	qmax, qerr := queued.stop()
-	if err := cmpOr(cmpOr(qerr, cpuErr), tickErr); err != nil {
+	got, err := meter.stop(ctx, len(r.ok)+len(r.rejected)+r.other)
+	if err != nil {
 		return nil, err
 	}
 	if len(r.ok) == 0 {
 		return nil, fmt.Errorf("no request served (%d rejected, %d errors, first: %v)", len(r.rejected), r.other, r.firstErr)
 	}
-	st, err := t.eng.stats(ctx)
-	if err != nil {
-		return nil, err
-	}
 	s := r.elapsed.Seconds()
-	return map[string]float64{
-		"served/s":         float64(len(r.ok)) / s,
-		"rejected/s":       float64(len(r.rejected)) / s,
-		"rej p50 ms":       ms(percentile(r.rejected, 50)),
-		"rej p99 ms":       ms(percentile(r.rejected, 99)),
-		"engine max":       float64(st.MaxInFlight),
-		"queued max":       float64(qmax),
-		"proxy CPU µs/req": perReq,
-		clientCPUMetric:    100 * share(before, after),
-		machineBusyMetric:  100 * machineBusy(before, after),
-		"errors":           float64(r.other),
-	}, nil
+	m := got.metrics
+	m["served/s"] = float64(len(r.ok)) / s
+	m["rejected/s"] = float64(len(r.rejected)) / s
+	m["rej p50 ms"] = ms(percentile(r.rejected, 50))
+	m["rej p99 ms"] = ms(percentile(r.rejected, 99))
+	m[clientCPUMetric] = 100 * share(got.before, got.after)
+	m["errors"] = float64(r.other)
+	return m, nil
 }
