@@ -32,6 +32,9 @@ import (
 //	GET /_stats    its counters as JSON (engineStats), uncounted
 //	POST /_reset   ?slots=S sets the slot count (0: unlimited) and zeroes the counters
 //
+// It also records how late /stream sent each event against its schedule
+// (lateness): /_stats gives the median and the 99th percentile.
+//
 // It counts the requests it received and the most it held at once (counted
 // on arrival, before any slot wait). With slots > 0 a request waits for one
 // of that many slots before its service starts, as an engine queues work
@@ -41,6 +44,7 @@ type engine struct {
 	received atomic.Int64
 	inflight atomic.Int64
 	maxIn    atomic.Int64
+	late     lateness // /stream's events, against their schedule
 }
 
 // engineStats is what GET /_stats answers.
@@ -48,6 +52,10 @@ type engineStats struct {
 	Received    int64 `json:"received"`
 	MaxInFlight int64 `json:"max_in_flight"`
 	InFlight    int64 `json:"in_flight"`
+	// How late /stream's events were sent against their schedule, in
+	// µs (the upper bound of the 100 µs step that holds the quantile).
+	LateP50 int64 `json:"late_p50_us"`
+	LateP99 int64 `json:"late_p99_us"`
 }
 
 var fastBody = []byte(`{"id":"x","choices":[{"text":"ok"}]}` + "\n")
@@ -91,6 +99,7 @@ func (u *engine) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(engineStats{ //nolint:errcheck // the driver sees a short answer
 			Received: u.received.Load(), MaxInFlight: u.maxIn.Load(), InFlight: u.inflight.Load(),
+			LateP50: u.late.quantile(0.5).Microseconds(), LateP99: u.late.quantile(0.99).Microseconds(),
 		})
 	})
 	mux.HandleFunc("POST /_reset", func(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +123,7 @@ func (u *engine) reset(slots int) {
 	u.slots.Store(&ch)
 	u.received.Store(0)
 	u.maxIn.Store(0)
+	u.late.reset()
 }
 
 func (u *engine) serve(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +157,7 @@ func (u *engine) serve(w http.ResponseWriter, r *http.Request) {
 		sse(w, r)
 		return
 	case "/stream":
-		numberedStream(w, r)
+		numberedStream(w, r, &u.late)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -103,8 +103,9 @@ func (c *seqCheck) end(sent int) {
 
 // numberedStream is the engine stand-in's /stream: n events (?n=, 1 to
 // 100000) on stream s's schedule (?s=, default 0), each flushed, then
-// data: [DONE].
-func numberedStream(w http.ResponseWriter, r *http.Request) {
+// data: [DONE]. How late each event after the first is sent against its
+// gap goes to late.
+func numberedStream(w http.ResponseWriter, r *http.Request, late *lateness) {
 	q := r.URL.Query()
 	n, err := strconv.Atoi(q.Get("n"))
 	if err != nil || n < 1 || n > 100000 {
@@ -117,8 +118,12 @@ func numberedStream(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 256)
 	for i := range n {
-		if i > 0 && !sleep(r.Context(), streamGap(s, i)) {
-			return
+		if i > 0 {
+			gap, asleep := streamGap(s, i), time.Now()
+			if !sleep(r.Context(), gap) {
+				return
+			}
+			late.record(time.Since(asleep) - gap)
 		}
 		buf = appendEvent(buf[:0], i)
 		if _, err := w.Write(buf); err != nil || rc.Flush() != nil {

@@ -28,10 +28,12 @@ const (
 	clientCPUMetric   = "client CPU %"
 	machineBusyMetric = "machine busy %"
 	cpuPerEventMetric = "proxy CPU µs/event"
+	engineLateP50     = "engine late p50 ms"
+	engineLateP99     = "engine late p99 ms"
 )
 
 var streamMetrics = []string{"events/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms",
-	cpuPerEventMetric, "proxy CPU µs/stream", "RSS KiB/stream", "lost", "reordered", "errors", clientCPUMetric, machineBusyMetric}
+	engineLateP50, engineLateP99, cpuPerEventMetric, "proxy CPU µs/stream", "RSS KiB/stream", "lost", "reordered", "errors", clientCPUMetric, machineBusyMetric}
 
 func streamScaleScenarios() []scenario {
 	var all []scenario
@@ -51,7 +53,8 @@ func heldStreamsScenario(name string, streams, prompt int, profile bool) scenari
 	if prompt > 0 {
 		about += fmt.Sprintf("; every request carries a %d KiB prompt", prompt>>10)
 	}
-	about += "; TTFT from request written to first event, ITL between events read; proxy CPU over the run ÷ events delivered; " +
+	about += "; TTFT from request written to first event, ITL between events read; engine late = how much later than its schedule the engine stand-in sent its events " +
+		"(its timers' lateness on the machine every process shares, part of every target's ITL), in 100 µs steps; proxy CPU over the run ÷ events delivered; " +
 		"RSS growth of the proxy's tree with every stream open ÷ streams (the median of up to 9 readings 100 ms apart while the streams run); client CPU % = the driver's share of the machine's busy CPU, machine busy % = the machine's busy share of its CPU time"
 	metrics := slices.Clone(streamMetrics)
 	if profile {
@@ -148,9 +151,24 @@ func measureStreams(ctx context.Context, t trial, spec streamSpec, idle int, onO
 	if t.inst.pid != 0 {
 		m["RSS KiB/stream"] = float64(busy.kib-idle) / float64(spec.streams)
 	}
+	if err := addEngineLateness(ctx, t.eng, m); err != nil {
+		return nil, err
+	}
 	m[clientCPUMetric] = 100 * share(before, after)
 	m[machineBusyMetric] = 100 * machineBusy(before, after)
 	return m, nil
+}
+
+// addEngineLateness adds to m how late the engine stand-in sent the run's
+// events (reset before the run).
+func addEngineLateness(ctx context.Context, eng *engineProc, m map[string]float64) error {
+	st, err := eng.stats(ctx)
+	if err != nil {
+		return err
+	}
+	m[engineLateP50] = float64(st.LateP50) / 1000
+	m[engineLateP99] = float64(st.LateP99) / 1000
+	return nil
 }
 
 // settledRSS warms the target up with fast requests (warmUp), lets it
