@@ -1,6 +1,7 @@
-// Package rawio makes read(2), write(2), a peek, epoll_ctl(2) and a
-// zero-timeout epoll_wait(2) on non-blocking descriptors without the
-// runtime's system-call bookkeeping (syscall.RawSyscall instead of
+// Package rawio makes a socket's reads and writes (recvfrom(2),
+// sendto(2)), a peek, epoll_ctl(2) and a zero-timeout or bounded
+// epoll_wait(2) on non-blocking descriptors without the runtime's
+// system-call bookkeeping (syscall.RawSyscall instead of
 // syscall.Syscall), for the hot paths that move a request's bytes: the
 // stream relay's loops and the engine client's write. MoveOut and MoveIn
 // take a socket out of Go's netpoller while a loop of its own works it,

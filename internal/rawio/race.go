@@ -10,7 +10,7 @@ import "syscall"
 // it read from one (the kernel orders them; the detector sees no
 // synchronisation in a raw call, and would report races that are none
 // between a raw side and Go's own). Race builds are for tests: the
-// product makes the calls raw.
+// product makes the calls raw, as recvfrom(2) and sendto(2) (norace.go).
 func read(fd int, p []byte) (int, error) { return counted(syscall.Read(fd, p)) }
 
 func write(fd int, p []byte) (int, error) { return counted(syscall.Write(fd, p)) }

@@ -5,20 +5,21 @@ import (
 	"unsafe"
 )
 
-// Read is read(2) on the non-blocking descriptor fd (race.go tells of
-// race builds).
+// Read reads the non-blocking socket fd once (norace.go says how; race.go
+// tells of race builds).
 func Read(fd int, p []byte) (int, error) { return read(fd, p) }
 
-// Write is write(2) on the non-blocking descriptor fd.
+// Write writes p to the non-blocking socket fd once.
 func Write(fd int, p []byte) (int, error) { return write(fd, p) }
 
-// rawIO makes the system call trap, read(2) or write(2), on fd and p.
-func rawIO(trap uintptr, fd int, p []byte) (int, error) {
+// sockIO makes the system call trap, recvfrom(2) or sendto(2), on the
+// socket fd and p, with flags and no address.
+func sockIO(trap uintptr, fd int, p []byte, flags int) (int, error) {
 	var ptr unsafe.Pointer
 	if len(p) > 0 {
 		ptr = unsafe.Pointer(&p[0])
 	}
-	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	n, _, e := syscall.RawSyscall6(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}

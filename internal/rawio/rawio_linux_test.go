@@ -108,7 +108,7 @@ func TestEpollWaitFor(t *testing.T) {
 }
 
 // fdOf returns c's descriptor, non-blocking as Go's net package opens it.
-func fdOf(t *testing.T, c *net.TCPConn) int {
+func fdOf(t testing.TB, c *net.TCPConn) int {
 	t.Helper()
 	rc, err := c.SyscallConn()
 	if err != nil {
