@@ -32,13 +32,12 @@ import (
 //	GET /_stats    its counters as JSON (engineStats), uncounted
 //	POST /_reset   ?slots=S sets the slot count (0: unlimited) and zeroes the counters
 //
-// It also records how late /stream sent each event against its schedule
-// (lateness): /_stats gives the median and the 99th percentile.
-//
 // It counts the requests it received and the most it held at once (counted
 // on arrival, before any slot wait). With slots > 0 a request waits for one
 // of that many slots before its service starts, as an engine queues work
-// beyond its batch.
+// beyond its batch. It also records how late /stream sent each event
+// against its schedule (lateness): /_stats gives the median and the 99th
+// percentile.
 type engine struct {
 	slots    atomic.Pointer[chan struct{}]
 	received atomic.Int64
