@@ -16,10 +16,11 @@ import (
 // status, a body of a stated length, nothing ReadResponse would rewrite),
 // whose head has come whole into br's buffer, is read by parseAnswer
 // into parts (the exchange's: conn.parts), in one allocation (the head's
-// string) once the parts were used before, where ReadResponse makes eleven (a text reader, the header map,
-// a string for each value, a canonical copy of each lower-case name, a
-// transfer reader, the body and its limit) and takes 60% longer. Any
-// other answer is ReadResponse's, from the same unread bytes.
+// string) once the parts were used before, where ReadResponse makes
+// eleven (a text reader, the header map, a string for each value, a
+// canonical copy of each lower-case name, a transfer reader, the body and
+// its limit) and takes 60% longer. Any other answer is ReadResponse's,
+// from the same unread bytes.
 func readAnswer(br *bufio.Reader, req *http.Request, parts *answerParts) (*http.Response, error) {
 	if head := peekHead(br); head != nil {
 		if resp, ok := parseAnswer(head, req, parts); ok {
