@@ -163,16 +163,19 @@ func TestReadPooled(t *testing.T) {
 		a, _ := loopback.Pair(t)
 		var made int
 		pool := newPool(&made)
-		const reads = 20
+		const reads = 100
 		for range reads {
 			_ = a.SetReadDeadline(time.Now().Add(time.Millisecond))
 			if pb, err := NewSocket(a).ReadPooled(pool); pb != nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("ReadPooled = %v, %v; want nil, a deadline", pb, err)
 			}
 		}
-		// Each read took a buffer for its try and gave it back: the
-		// pool made one (a few more in race builds, whose pools drop a
-		// quarter of what they are given), not one a read.
+		// Each read took a buffer for its try and gave it back, so the
+		// pool made one, not one a read. Race builds' pools drop a
+		// random quarter of what they are given: there the count is
+		// about a quarter of the reads (26 here, give or take 4), and
+		// half of them stays more than five deviations away. CI saw 11
+		// for 20 reads once, when the bound was half of 20.
 		if made == 0 || made > reads/2 {
 			t.Errorf("the pool made %d buffers for %d reads", made, reads)
 		}
