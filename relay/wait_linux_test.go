@@ -77,13 +77,7 @@ func TestWaiterAnswersThenResumes(t *testing.T) {
 	if got.c != w.m.c || w.m.in != 1 || string(got.ahead) != "GET /served" {
 		t.Fatalf("Resume got %v with %q after %d moves in; want the connection moved in once, with the request", got.c, got.ahead, w.m.in)
 	}
-	if _, err := got.c.Write([]byte("answered")); err != nil {
-		t.Fatal(err)
-	}
-	readExactly(t, w.client, "answered")
-	if n, gauge := parkedCount(t, r.loops[0]), r.Parked(); n != 0 || gauge != 0 {
-		t.Errorf("%d waiting (Parked %d) after the resume, want 0", n, gauge)
-	}
+	answerResumed(t, r, got.c, w.client, "answered")
 }
 
 // TestWaiterClosed: a waiting client that hangs up, half-closes after a
