@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -156,6 +157,43 @@ func TestAnswerEarlyStreamsHandedOn(t *testing.T) {
 			h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
 		})
 	}
+}
+
+// TestAnswerEarlyRelaysUnaskedStreams: a request that does not ask for a
+// stream, which the engine answers with one all the same, is relayed from
+// the front end as an asked-for stream is, when its connection can be
+// lent (net/http's path would hijack it, a millisecond later in a burst);
+// when it cannot, the sent exchange goes to net/http with its answer.
+func TestAnswerEarlyRelaysUnaskedStreams(t *testing.T) {
+	h := newRelayHarness(t, harnessConfig{engine: sseEngine(3, 0), limits: limiter.Options{Slots: 1}})
+	unasked := strings.Replace(chatBody, `,"stream":true`, "", 1)
+	raw := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(unasked), unasked)
+	head, body, _ := strings.Cut(raw, "\r\n\r\n")
+	head += "\r\n\r\n"
+
+	t.Run("lent to the relay", func(t *testing.T) {
+		client, server := loopback.Pair(t)
+		e := h.proxy.AnswerEarly([]byte(head), []byte(body), lendingClient{server})
+		if !e.Answered || e.Gone || e.Handed != nil || e.Lent == nil {
+			t.Fatalf("AnswerEarly: %+v, want the stream lent to the relay", e)
+		}
+		e.Lent.Start(true)
+		_ = client.SetDeadline(time.Now().Add(bound))
+		got := readStream(t, bufio.NewReader(client))
+		if !bytes.Contains(got, []byte("text/event-stream")) || !bytes.Contains(got, []byte("data: [DONE]")) {
+			t.Errorf("the client read %q, want the engine's whole event stream", got)
+		}
+		h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+	})
+	t.Run("no connection to lend", func(t *testing.T) {
+		e := h.proxy.AnswerEarly([]byte(head), []byte(body), newRawClient())
+		if e.Answered || e.Lent != nil || e.Handed == nil {
+			t.Fatalf("AnswerEarly: %+v, want the answered exchange handed on", e)
+		}
+		e.Handed.Abandon()
+		h.waitStats("the slot back", func(s limiter.Stats) bool { return s.Holding == 0 })
+	})
 }
 
 // FuzzAnswerEarlyRelaysStreams: whatever fields the engine's event stream

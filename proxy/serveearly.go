@@ -176,7 +176,13 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 		return p.earlyGone(ex, resp, h, c)
 	}
 	switch {
-	case err == nil && est.Stream && ex.relayableEarly(resp):
+	case err == nil && ex.relayableEarly(resp) && (est.Stream || p.streamsEarly(h, c)):
+		// An event stream goes to the relay from here whether or not the
+		// request asked for one: an engine that streams unasked (a
+		// default of its own, "stream" sent some other way) would
+		// otherwise take net/http's path to the relay, whose hijack and
+		// goroutine hand-offs cost such a stream's first event a
+		// millisecond in a burst (BENCHMARKS.md).
 		return p.relayEarly(ex, resp, h, c)
 	case err != nil || !earlyAnswerable(resp):
 		return p.handOn(ex, h, c, &Handed{d: d, sent: true, resp: resp, err: err})
