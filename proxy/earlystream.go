@@ -31,7 +31,9 @@ import (
 // are served again) or the client hangs up (then the relay closes it):
 // a client that opens a connection for each stream, the burst's, leaves
 // without ever coming back to net/http. An answer the relay would not
-// carry is written by the front end or handed on, as a common request's.
+// carry is written by the front end or handed on, as a common request's;
+// one it would carry to a request that asked for no stream is lent as a
+// stream's is, when the connection can be (serveEarly).
 
 // LendingClient is an EarlyClient whose connection the relay may carry a
 // stream on: the proxy port's (command/strict_early.go).
