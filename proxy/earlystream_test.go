@@ -162,8 +162,8 @@ func TestAnswerEarlyStreamsHandedOn(t *testing.T) {
 // TestAnswerEarlyRelaysUnaskedStreams: a request that does not ask for a
 // stream, which the engine answers with one all the same, is relayed from
 // the front end as an asked-for stream is, when its connection can be
-// lent (net/http's path would hijack it, a millisecond later in a burst);
-// when it cannot, the sent exchange goes to net/http with its answer.
+// lent (net/http's path would hijack it); when it cannot, the sent
+// exchange goes to net/http with its answer.
 func TestAnswerEarlyRelaysUnaskedStreams(t *testing.T) {
 	h := newRelayHarness(t, harnessConfig{engine: sseEngine(3, 0), limits: limiter.Options{Slots: 1}})
 	unasked := strings.Replace(chatBody, `,"stream":true`, "", 1)

@@ -180,9 +180,9 @@ func (p *Proxy) serveEarly(h *earlyHead, head, body []byte, c EarlyClient) Early
 		// An event stream goes to the relay from here whether or not the
 		// request asked for one: an engine that streams unasked (a
 		// default of its own, "stream" sent some other way) would
-		// otherwise take net/http's path to the relay, whose hijack and
-		// goroutine hand-offs cost such a stream's first event a
-		// millisecond in a burst (BENCHMARKS.md).
+		// otherwise take net/http's path to the relay: a request, a
+		// handler, a background read to stop and a hijack more per
+		// stream (BENCHMARKS.md, whose stream scenario asks for none).
 		return p.relayEarly(ex, resp, h, c)
 	case err != nil || !earlyAnswerable(resp):
 		return p.handOn(ex, h, c, &Handed{d: d, sent: true, resp: resp, err: err})
