@@ -18,9 +18,9 @@ import (
 // once, or one the loop does not read whole (a head the front end does
 // not answer, a body not all here, a second request behind the first),
 // sends the connection back to the server with the bytes read ahead of
-// it (WaitingConn.WaitedOutside): the listener frames them first, as if they had just
-// come. The refusal is the front end's own (refuseHead): counted,
-// reported and logged as ServeHTTP's would be.
+// it (WaitingConn.WaitedOutside): the listener frames them first, as if
+// they had just come. The refusal is the front end's own (refuseHead):
+// counted, reported and logged as ServeHTTP's would be.
 
 // WaitingConn is a client's connection that can wait in the relay: the
 // listener's, which lends its socket (relay.Mover) and takes the bytes

@@ -243,8 +243,8 @@ type loop struct {
 	buf       []byte // the loop's read buffer: one read at a time
 	out       []byte // a waiting client's answer (wait_linux.go), reused
 	// hold lets the loop wait holding its processor while busy with
-	// streams or kept clients (heldWait); set by Run before the loop starts. heldWaits counts
-	// those waits, for the tests.
+	// streams or kept clients (heldWait); set by Run before the loop
+	// starts. heldWaits counts those waits, for the tests.
 	hold      bool
 	heldWaits int
 	yielded   time.Time // when a holding loop last yielded

@@ -14,9 +14,9 @@ import (
 // the socket cannot be moved out (the connection as it was), or once the
 // relay stopped (the connection moved back in and closed: the client's
 // last request was answered, and no loop is left to wait in). From its
-// success on, the socket is the loop's until
-// Resume gets it back or the loop closes it: the client hung up, stayed
-// idle past w.Idle, or outlived the relay.
+// success on, the socket is the loop's until Resume gets it back or the
+// loop closes it: the client hung up, stayed idle past w.Idle, or
+// outlived the relay.
 func (r *Relay) Wait(w *Waiter) error {
 	fd, err := w.Mover.MoveOut()
 	if err != nil {

@@ -42,9 +42,7 @@ func BenchmarkRelayCopy(b *testing.B) {
 						}
 						way.move(r, b)
 						n, err := Read(r.client, sink)
-						if err != nil && !errors.Is(err, syscall.EAGAIN) {
-							b.Fatalf("client read: %v", err)
-						}
+						mustOrAgain(b, "client read", err)
 						got += n
 					}
 				}
@@ -80,9 +78,7 @@ func newRelayPair(b *testing.B) *relayPair {
 // write is the engine's: as much of p as its socket takes.
 func (r *relayPair) write(b *testing.B, p []byte) int {
 	n, err := Write(r.engine, p)
-	if err != nil && !errors.Is(err, syscall.EAGAIN) {
-		b.Fatalf("engine write: %v", err)
-	}
+	mustOrAgain(b, "engine write", err)
 	return n
 }
 
@@ -91,16 +87,12 @@ func (r *relayPair) write(b *testing.B, p []byte) int {
 func (r *relayPair) copyOnce(b *testing.B) {
 	if len(r.pending) == 0 {
 		n, err := Read(r.from, r.buf)
-		if err != nil && !errors.Is(err, syscall.EAGAIN) {
-			b.Fatalf("relay read: %v", err)
-		}
+		mustOrAgain(b, "relay read", err)
 		r.pending = r.buf[:n]
 	}
 	if len(r.pending) > 0 {
 		n, err := Write(r.to, r.pending)
-		if err != nil && !errors.Is(err, syscall.EAGAIN) {
-			b.Fatalf("relay write: %v", err)
-		}
+		mustOrAgain(b, "relay write", err)
 		r.pending = r.pending[n:]
 	}
 }
@@ -111,16 +103,21 @@ func (r *relayPair) spliceOnce(b *testing.B) {
 	const flags = 0x1 | 0x2 // SPLICE_F_MOVE | SPLICE_F_NONBLOCK
 	if r.inPipe == 0 {
 		n, err := syscall.Splice(r.from, nil, r.pipe[1], nil, len(r.buf), flags)
-		if err != nil && !errors.Is(err, syscall.EAGAIN) {
-			b.Fatalf("splice in: %v", err)
-		}
+		mustOrAgain(b, "splice in", err)
 		r.inPipe = int(max(n, 0))
 	}
 	if r.inPipe > 0 {
 		n, err := syscall.Splice(r.pipe[0], nil, r.to, nil, r.inPipe, flags)
-		if err != nil && !errors.Is(err, syscall.EAGAIN) {
-			b.Fatalf("splice out: %v", err)
-		}
+		mustOrAgain(b, "splice out", err)
 		r.inPipe -= int(max(n, 0))
+	}
+}
+
+// mustOrAgain fails the benchmark on an error of what, a call on a
+// non-blocking descriptor, other than "would block" (nothing to move yet).
+func mustOrAgain(b *testing.B, what string, err error) {
+	b.Helper()
+	if err != nil && !errors.Is(err, syscall.EAGAIN) {
+		b.Fatalf("%s: %v", what, err)
 	}
 }
