@@ -112,7 +112,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 		return nil, err
 	}
 	a.proxy, a.prober = p, prober
-	a.drain = newDrainer(log.Named("drain"))
+	a.drain = newDrainer(log.Named("drain"), p.CloseConnections)
 	if err := reg.Register(metrics.Readiness(a.ready, a.drain.started)); err != nil {
 		return nil, fmt.Errorf("metrics: register readiness: %w", err)
 	}

@@ -104,7 +104,8 @@ func serve(srv *http.Server, ln net.Listener) error {
 
 // await runs the drain: a signal or POST /drain fails readiness at once;
 // new requests are still served for the drain delay, while endpoints
-// update; then they are refused with 503 draining. After a signal, once
+// update, each answer closing its connection (drainer.closeConns); then
+// they are refused with 503 draining. After a signal, once
 // refusing, it waits for admitted and queued requests to finish. A second
 // signal ends everything at once (now is then true).
 func (a *app) await(signals <-chan os.Signal, serveErr <-chan error) (code int, now bool) {

@@ -51,6 +51,11 @@
 //     reused (exchangepool.go, engine.Client.Recycle) only where the front
 //     end ended it itself, answered or refused, after the last use of
 //     either; one handed on, lent or parked never is.
+//   - Once the proxy closes its connections (CloseConnections: a drain
+//     began), every HTTP/1.x answer says "Connection: close" and its
+//     connection is not kept, a relayed stream's included: the front end
+//     and the relay's waiting clients leave every request to net/http,
+//     whose handler says so.
 //   - Passthrough paths (engine probes) take no slot and are not counted.
 //   - Refusals are mapped to answers in one function (answers.of), and
 //     engine failures in another (engineError).

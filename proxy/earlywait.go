@@ -77,8 +77,8 @@ func (l *Lent) Wait(c WaitingConn) error {
 // refuses at once; else it reports false.
 func (p *Proxy) answerWaiting(req []byte, remote net.Addr, out []byte) ([]byte, bool) {
 	i := bytes.Index(req, []byte("\r\n\r\n"))
-	if i < 0 {
-		return out, false
+	if i < 0 || p.closing.Load() {
+		return out, false // net/http answers, and closes (CloseConnections)
 	}
 	head := req[:i+4]
 	h, ok := p.earlyHead(head)

@@ -62,6 +62,12 @@ func TestAnswerWaiting(t *testing.T) {
 			}
 		})
 	}
+	// A drain closes connections: the loop leaves even a request it would
+	// refuse to net/http, whose answer closes the connection.
+	h.proxy.CloseConnections()
+	if ans, ok := h.proxy.AnswerWaiting([]byte(plain), addr, nil); ok || len(ans) > 0 {
+		t.Errorf("closing: answered %q", ans)
+	}
 	if after := h.lim.Stats(); after.RejectedFull != before.RejectedFull {
 		t.Errorf("refusals counted: %d, then %d", before.RejectedFull, after.RejectedFull)
 	}

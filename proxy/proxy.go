@@ -111,6 +111,9 @@ type Proxy struct {
 	resuming atomic.Int64
 	// waiting is the Lent of a refused client's connection (earlywait.go).
 	waiting *Lent
+	// closing: every HTTP/1.x answer from now on closes its connection
+	// (CloseConnections).
+	closing atomic.Bool
 }
 
 // New checks opts and returns a Proxy.
@@ -203,9 +206,25 @@ func (p *Proxy) setDefaults(opts Options) error {
 	return err
 }
 
-// StartDraining makes the proxy answer new requests with 503 draining;
-// requests already admitted or queued go on. It cannot be undone.
-func (p *Proxy) StartDraining() { p.gate.StartDraining() }
+// StartDraining makes the proxy answer new requests with 503 draining,
+// each closing its connection (CloseConnections); requests already
+// admitted or queued go on. It cannot be undone.
+func (p *Proxy) StartDraining() {
+	p.CloseConnections()
+	p.gate.StartDraining()
+}
+
+// CloseConnections makes every HTTP/1.x answer from now on say
+// "Connection: close" and close its connection once written, as a
+// draining server should: a kept connection outlives the endpoint
+// update that takes the pod out of a Service, and a client (a gateway's
+// pool, an SDK's) would otherwise keep sending to a pod on its way out,
+// then get its 503s until the pod exits. A client that connects again is
+// routed anew. Answers go on being served as before; only the connection
+// is not kept. The front end leaves every request to net/http from then
+// on (AnswerEarly, answerWaiting), whose answers the handler closes. It
+// cannot be undone.
+func (p *Proxy) CloseConnections() { p.closing.Store(true) }
 
 // Draining reports whether StartDraining was called.
 func (p *Proxy) Draining() bool { return p.gate.Draining() }

@@ -973,8 +973,13 @@ func TestDraining(t *testing.T) {
 	if h.proxy.Draining() {
 		t.Fatal("Draining() before StartDraining")
 	}
-	if res := h.get("/v1/completions"); res.status != http.StatusOK {
-		t.Fatalf("before draining: %d %v", res.status, res.err)
+	if res := h.get("/v1/completions"); res.status != http.StatusOK || res.close {
+		t.Fatalf("before draining: %d %v, connection closed %t", res.status, res.err, res.close)
+	}
+	// A drain's first step: served as before, but the connection closes.
+	h.proxy.CloseConnections()
+	if res := h.get("/v1/completions"); res.status != http.StatusOK || !res.close {
+		t.Fatalf("closing connections: %d %v, connection closed %t", res.status, res.err, res.close)
 	}
 	h.proxy.StartDraining()
 	if !h.proxy.Draining() {
@@ -982,12 +987,11 @@ func TestDraining(t *testing.T) {
 	}
 
 	tests := []struct {
-		name      string
-		body      func(*testing.T) io.Reader
-		wantClose bool
+		name string
+		body func(*testing.T) io.Reader
 	}{
 		{name: "no body", body: func(*testing.T) io.Reader { return nil }},
-		{name: "body never sent", body: func(t *testing.T) io.Reader { return stalledBody(boundedContext(t)) }, wantClose: true},
+		{name: "body never sent", body: func(t *testing.T) io.Reader { return stalledBody(boundedContext(t)) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1005,22 +1009,22 @@ func TestDraining(t *testing.T) {
 			if got := res.header.Get("Retry-After"); got != "2" {
 				t.Errorf("Retry-After = %q", got)
 			}
-			if res.close != tc.wantClose {
-				t.Errorf("connection closed after the answer = %t, want %t", res.close, tc.wantClose)
+			if !res.close {
+				t.Error("connection kept after a draining answer: its client would come back to a pod on its way out")
 			}
 		})
 	}
-	if res := h.get("/health"); res.status != http.StatusOK || res.body != "healthy\n" {
-		t.Errorf("passthrough while draining = %d %q, %v", res.status, res.body, res.err)
+	if res := h.get("/health"); res.status != http.StatusOK || res.body != "healthy\n" || !res.close {
+		t.Errorf("passthrough while draining = %d %q, %v, connection closed %t", res.status, res.body, res.err, res.close)
 	}
 
-	waitFor(t, "four access log lines", func() bool { return h.access.Len() == 4 })
+	waitFor(t, "five access log lines", func() bool { return h.access.Len() == 5 })
 	s := h.obs.snapshot()
-	if s.total() != 3 || s.done[string(gate.RejectedDraining)] != 2 || s.done[string(gate.AdmittedDirect)] != 1 {
+	if s.total() != 4 || s.done[string(gate.RejectedDraining)] != 2 || s.done[string(gate.AdmittedDirect)] != 2 {
 		t.Errorf("outcomes = %v; the passthrough request must not be reported", s.done)
 	}
-	if n := h.engine.count("/v1/completions"); n != 1 {
-		t.Errorf("engine saw %d /v1/completions, want only the one before draining", n)
+	if n := h.engine.count("/v1/completions"); n != 2 {
+		t.Errorf("engine saw %d /v1/completions, want only the two before draining", n)
 	}
 	if n := h.engine.count("/health"); n != 1 {
 		t.Errorf("engine saw %d /health, want 1", n)
@@ -1029,7 +1033,7 @@ func TestDraining(t *testing.T) {
 	if last := lines[len(lines)-1]; last["path"] != "/health" || last["outcome"] != string(gate.Passthrough) {
 		t.Errorf("passthrough access log = %v", last)
 	}
-	if st := h.lim.Stats(); st.AdmittedDirect != 1 {
+	if st := h.lim.Stats(); st.AdmittedDirect != 2 {
 		t.Errorf("limiter stats = %+v; draining answers and passthrough take no slot", st)
 	}
 }

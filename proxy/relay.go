@@ -86,7 +86,7 @@ func (ex *exchange) handOff(resp *http.Response) error {
 		ex.p.log.Warn("relay cannot carry this stream", zap.String("request_id", ex.ID), zap.Error(err))
 		return errRelayed
 	}
-	keep := ex.p.relay.Resume != nil && !ex.in.Close
+	keep := ex.p.relay.Resume != nil && !ex.in.Close && !ex.p.closing.Load()
 	_ = conn.SetDeadline(time.Time{})
 	ex.out.status = http.StatusOK
 	if _, err := conn.Write(ex.head(resp, keep)); err != nil {

@@ -101,8 +101,8 @@ const watchAfter = 5 * time.Millisecond
 // net/http.
 func (p *Proxy) AnswerEarly(head, body []byte, c EarlyClient) Early {
 	h, ok := p.earlyHead(head)
-	if !ok {
-		return Early{}
+	if !ok || p.closing.Load() {
+		return Early{} // net/http closes a closing proxy's answers (ServeHTTP)
 	}
 	// Refusals first, on an exchange of the stack: under an overload
 	// storm most requests are refused, and a served request's exchange

@@ -421,3 +421,36 @@ func TestAnswerEarlyEndsBeforeWriting(t *testing.T) {
 		t.Errorf("slots held as the answer was written: %v, want [0]", c.holding)
 	}
 }
+
+// TestAnswerEarlyLeavesClosingToNetHTTP: once the proxy closes its
+// connections (a drain began), the front end leaves every request to
+// net/http, whose handler closes the connection after the answer: a
+// request it would serve and one it would refuse, the engine and the
+// gate untouched.
+func TestAnswerEarlyLeavesClosingToNetHTTP(t *testing.T) {
+	eng := &earlyEngine{}
+	h := newHarness(t, harnessConfig{engine: eng, limits: limiter.Options{Slots: 1}})
+	raw := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+	head, body, _ := strings.Cut(raw, "\r\n\r\n")
+	offer := func() proxy.Early {
+		return h.proxy.AnswerEarly([]byte(head+"\r\n\r\n"), []byte(body), newRawClient())
+	}
+	if e := offer(); !e.Answered {
+		t.Fatalf("before closing: %+v, want it served", e)
+	}
+	served := eng.count()
+	h.proxy.CloseConnections()
+	if e := offer(); e.Answered || e.Handed != nil || e.Lent != nil {
+		t.Errorf("closing, a request it would serve: %+v, want it left to net/http", e)
+	}
+	h.proxy.StartDraining()
+	if e := offer(); e.Answered || e.Handed != nil || e.Lent != nil {
+		t.Errorf("draining, a request it would refuse: %+v, want it left to net/http", e)
+	}
+	if n := eng.count(); n != served {
+		t.Errorf("the engine got %d requests after closing began", n-served)
+	}
+	if s := h.lim.Stats(); s.AdmittedDirect != 1 || s.RejectedFull != 0 {
+		t.Errorf("limiter %+v: only the request before closing is counted", s)
+	}
+}

@@ -1,0 +1,132 @@
+package e2e_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A drain closes kept connections: from the moment it begins, every
+// answer on a kept HTTP/1.1 connection says "Connection: close" and the
+// connection closes after it, whichever part of slotgate answers (the
+// listener's front end, net/http's handler, a client waiting in the relay,
+// a stream's head). A client kept connected would otherwise go on sending
+// to a pod that left its Service's endpoints, and after the drain delay
+// get 503 draining on every request until the pod exits.
+
+// keptClient is a client's kept connection to the proxy port.
+type keptClient struct {
+	c  net.Conn
+	br *bufio.Reader
+}
+
+func dialKept(t *testing.T, proxyURL string) keptClient {
+	t.Helper()
+	c, br := keptConn(t, proxyURL)
+	return keptClient{c: c, br: br}
+}
+
+// ask sends raw and reads its answer, checking its status and whether it
+// closes the connection; one that says so must then close it.
+func (k keptClient) ask(t *testing.T, what, raw string, status int, closes bool) string {
+	t.Helper()
+	writeRaw(t, k.c, raw)
+	resp, body := readKept(t, k.br)
+	if resp.StatusCode != status || resp.Close != closes {
+		t.Fatalf("%s: %s, Connection %q (closes: %v), want %d closing: %v; body %s",
+			what, resp.Status, resp.Header.Get("Connection"), resp.Close, status, closes, body)
+	}
+	if closes {
+		k.closed(t, what)
+	}
+	return body
+}
+
+// closed checks that slotgate closed the connection: the next read finds
+// its end, with nothing more sent.
+func (k keptClient) closed(t *testing.T, what string) {
+	t.Helper()
+	if b, err := k.br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("%s: after an answer that closes the connection, read %q, %v; want EOF", what, b, err)
+	}
+}
+
+// TestDrainClosesKeptConnections: with the only slot held and no queue,
+// a kept connection refused once (net/http's, the front end answering
+// its requests) and one refused time and again (waiting in the relay)
+// each get their next answer, after POST /drain, with "Connection: close",
+// and lose their connection after it; so does an answer served once the
+// slot is free, and, after the drain delay, the 503 draining of a
+// connection kept from before the drain.
+func TestDrainClosesKeptConnections(t *testing.T) {
+	const drainDelay = 3 * time.Second
+	full := holdTheSlot(t, "--drain-delay", drainDelay.String(), "--log-level", "info")
+	sg := full.sg
+	waiting := keptClient{c: full.c, br: full.br}
+	for i := range 6 {
+		waiting.ask(t, "a refusal before the drain", completion(fmt.Sprint("refused-", i)), 529, false)
+	}
+	eventually(t, "the refused connection to wait in the relay", func() bool {
+		return sg.metric("slotgate_relay_idle_connections") == 1
+	})
+	once := dialKept(t, sg.proxy)
+	once.ask(t, "a refusal before the drain", completion("once"), 529, false)
+	late := dialKept(t, sg.proxy)
+	late.ask(t, "a refusal before the drain", completion("late"), 529, false)
+
+	if code, _ := postJSON(t, sg.admin+"/drain", ""); code != http.StatusAccepted {
+		t.Fatalf("POST /drain: %d", code)
+	}
+	waiting.ask(t, "the connection that waited in the relay", completion("waited"), 529, true)
+	once.ask(t, "net/http's kept connection", completion("once-again"), 529, true)
+
+	full.release()
+	served := dialKept(t, sg.proxy)
+	served.ask(t, "a request served during the drain delay", completion("served"), http.StatusOK, true)
+
+	sg.log.WaitFor(t, "new requests are now refused", waitLimit)
+	body := late.ask(t, "a kept connection after the drain delay", completion("draining"), http.StatusServiceUnavailable, true)
+	if e := decodeError(t, body); e.Error.Message != "Server unavailable: draining" {
+		t.Errorf("after the drain delay: %s", body)
+	}
+}
+
+// TestDrainClosesStreamConnections: a stream whose head goes out after a
+// drain began says "Connection: close", and its connection closes after
+// the stream's [DONE]; a client whose stream ended before the drain, kept
+// by the relay until its next request, gets that request's answer
+// closing its connection.
+func TestDrainClosesStreamConnections(t *testing.T) {
+	eng := startEnginesim(t)
+	sg := start(t, eng, nil, "--drain-delay", "1m")
+	stream := func(id string) string {
+		body := `{"model":"sim-model","prompt":"hi","max_tokens":4,"ignore_eos":true,"stream":true}`
+		return "POST /v1/completions HTTP/1.1\r\nHost: slotgate\r\nContent-Type: application/json\r\nX-Request-Id: " + id +
+			"\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	}
+	kept := dialKept(t, sg.proxy)
+	if body := kept.ask(t, "a stream before the drain", stream("before"), http.StatusOK, false); !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream before the drain: %q", body)
+	}
+	eventually(t, "the client to be kept in the relay", func() bool {
+		return sg.metric("slotgate_relay_idle_connections") == 1
+	})
+
+	if code, _ := postJSON(t, sg.admin+"/drain", ""); code != http.StatusAccepted {
+		t.Fatalf("POST /drain: %d", code)
+	}
+	if body := kept.ask(t, "the kept client's next stream", stream("after"), http.StatusOK, true); !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream after the drain: %q", body)
+	}
+	fresh := dialKept(t, sg.proxy)
+	if body := fresh.ask(t, "a new client's stream", stream("fresh"), http.StatusOK, true); !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("a new client's stream: %q", body)
+	}
+}
