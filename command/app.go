@@ -143,7 +143,7 @@ func newApp(cfg config.Config, opts Options, pol *policy.Config, log, access *za
 	if err != nil {
 		return nil, err
 	}
-	a.proxyServer = newProxyServer(proxy.Strict(protocolMux{http: withEngineMetrics(cfg, lp, lims, p), grpc: a.grpc.srv}), cfg.RequestHeaderTimeout, log)
+	a.proxyServer = newProxyServer(proxy.Strict(protocolMux{http: withEngineMetrics(cfg, lp, lims, p), grpc: a.grpc.srv, closing: p.Closing}), cfg.RequestHeaderTimeout, log)
 	a.adminServer = newAdminServer(adminHandler, log)
 	return a, nil
 }

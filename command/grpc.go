@@ -112,10 +112,20 @@ func isGRPC(r *http.Request) bool {
 type protocolMux struct {
 	http http.Handler
 	grpc http.Handler
+	// closing reports whether a drain began (proxy.Proxy.Closing): a gRPC
+	// call's answer then closes its connection, as the proxy's do.
+	closing func() bool
 }
 
 func (m protocolMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if isGRPC(r) {
+		if m.closing != nil && m.closing() {
+			// net/http's HTTP/2 server takes it off the answer and sends
+			// GOAWAY: the calls in flight end, and the client's next
+			// ones go over a new connection, through the updated
+			// endpoints.
+			w.Header()["Connection"] = []string{"close"}
+		}
 		m.grpc.ServeHTTP(w, r)
 		return
 	}

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/connectivity"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // A drain closes kept connections: from the moment it begins, every
@@ -129,4 +133,38 @@ func TestDrainClosesStreamConnections(t *testing.T) {
 	if body := fresh.ask(t, "a new client's stream", stream("fresh"), http.StatusOK, true); !strings.HasSuffix(body, "data: [DONE]\n\n") {
 		t.Fatalf("a new client's stream: %q", body)
 	}
+}
+
+// TestDrainClosesGRPCConnections: a gRPC call on the proxy port answered
+// after a drain began closes its HTTP/2 connection too (GOAWAY): the
+// client's channel leaves READY, and its next call connects again.
+func TestDrainClosesGRPCConnections(t *testing.T) {
+	sg := start(t, newEngine(t).url(), nil, "--drain-delay", "1h")
+	conn := dialGRPC(t, sg.proxy[len("http://"):])
+	health := healthpb.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	check := func(want healthpb.HealthCheckResponse_ServingStatus) {
+		t.Helper()
+		if h, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || h.GetStatus() != want {
+			t.Fatalf("health check: %v %v, want %v", h.GetStatus(), err, want)
+		}
+	}
+	eventually(t, "SERVING", func() bool {
+		h, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err == nil && h.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	})
+	if s := conn.GetState(); s != connectivity.Ready {
+		t.Fatalf("channel %v after a call, want READY", s)
+	}
+	if code, _ := postJSON(t, sg.admin+"/drain", ""); code != http.StatusAccepted {
+		t.Fatalf("POST /drain: %d", code)
+	}
+	check(healthpb.HealthCheckResponse_NOT_SERVING)
+	left, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	if !conn.WaitForStateChange(left, connectivity.Ready) {
+		t.Fatal("the channel stayed READY after a call answered during the drain: no GOAWAY")
+	}
+	check(healthpb.HealthCheckResponse_NOT_SERVING) // over a new connection
 }

@@ -16,9 +16,10 @@ import (
 // (waiting, with its body read, when it has to), then forwarded; finish
 // ends it whatever happened, a panic included.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor == 1 && p.closing.Load() {
+	if p.closing.Load() {
 		// net/http closes the connection after an answer whose handler
-		// said so; a relayed stream's head says it too (handOff).
+		// said so (over HTTP/2, it sends GOAWAY); a relayed stream's head
+		// says it too (handOff).
 		w.Header()["Connection"] = connectionClose
 	}
 	if pk := resumed(r); pk != nil {

@@ -111,7 +111,7 @@ type Proxy struct {
 	resuming atomic.Int64
 	// waiting is the Lent of a refused client's connection (earlywait.go).
 	waiting *Lent
-	// closing: every HTTP/1.x answer from now on closes its connection
+	// closing: every answer from now on closes its connection
 	// (CloseConnections).
 	closing atomic.Bool
 }
@@ -214,17 +214,21 @@ func (p *Proxy) StartDraining() {
 	p.gate.StartDraining()
 }
 
-// CloseConnections makes every HTTP/1.x answer from now on say
-// "Connection: close" and close its connection once written, as a
-// draining server should: a kept connection outlives the endpoint
-// update that takes the pod out of a Service, and a client (a gateway's
-// pool, an SDK's) would otherwise keep sending to a pod on its way out,
-// then get its 503s until the pod exits. A client that connects again is
-// routed anew. Answers go on being served as before; only the connection
-// is not kept. The front end leaves every request to net/http from then
-// on (AnswerEarly, answerWaiting), whose answers the handler closes. It
-// cannot be undone.
+// CloseConnections makes every answer from now on say "Connection: close"
+// and close its connection once written, as a draining server should
+// (over HTTP/2, net/http's server sends GOAWAY instead, and closes the
+// connection once its calls end): a kept connection outlives the
+// endpoint update that takes the pod out of a Service, and a client (a
+// gateway's pool, an SDK's) would otherwise keep sending to a pod on its
+// way out, then get its 503s until the pod exits. A client that connects
+// again is routed anew. Answers go on being served as before; only the
+// connection is not kept. The front end leaves every request to net/http
+// from then on (AnswerEarly, answerWaiting), whose answers the handler
+// closes. It cannot be undone.
 func (p *Proxy) CloseConnections() { p.closing.Store(true) }
+
+// Closing reports whether CloseConnections was called.
+func (p *Proxy) Closing() bool { return p.closing.Load() }
 
 // Draining reports whether StartDraining was called.
 func (p *Proxy) Draining() bool { return p.gate.Draining() }
