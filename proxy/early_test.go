@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/internal/logging"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/proxy"
 )
@@ -221,15 +225,28 @@ const benchRequest = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nU
 
 // benchRefusal measures offer, which reports whether it refused, on a
 // proxy of one slot, free (declined) and held (refused), the access log
-// off.
+// off; and refused with the access log on, as the program writes it
+// (JSON, batched, here to nowhere).
 func benchRefusal(b *testing.B, offer func(p *proxy.Proxy, addr net.Addr, buf []byte) bool) {
 	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
-	for _, refused := range []bool{false, true} {
-		name := map[bool]string{false: "declined", true: "refused"}[refused]
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name            string
+		refused, logged bool
+	}{{"declined", false, false}, {"refused", true, false}, {"refused and logged", true, true}} {
+		refused := tc.refused
+		b.Run(tc.name, func(b *testing.B) {
+			access := (*zap.Logger)(nil)
+			if tc.logged {
+				log, stop, err := logging.Buffered("slotgate", "info", "json", io.Discard, 256<<10, time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = stop() })
+				access = log.Named("access")
+			}
 			held := newHeldEngine()
 			h := newHarness(b, harnessConfig{engine: held, limits: limiter.Options{Slots: 1},
-				options: func(o *proxy.Options) { o.AccessLog = nil }})
+				options: func(o *proxy.Options) { o.AccessLog = access }})
 			defer held.release()
 			if refused {
 				h.hold(held, "/hold")

@@ -13,4 +13,7 @@
 //     interleave mid-line; a buffered logger (the access log) writes whole
 //     lines only, in batches, and every line it was given once stopped.
 //   - The root logger is named after the command.
+//   - A JSON line whose one field writes itself (JSONFields: the access
+//     log's) is the same bytes as zap's JSON encoder would write, or is
+//     zap's: FuzzFastJSON and the proxy's FuzzAccessLine compare the two.
 package logging
