@@ -18,7 +18,8 @@ import (
 // and starts that request's watch early: the watch it starts is always
 // the current request's.
 type earlyClient struct {
-	c *strictConn
+	c      *strictConn
+	remote *proxy.ClientAddr // made at the first RemoteAddr; the connection's goroutine's
 
 	mu    sync.Mutex
 	state watchState
@@ -40,7 +41,14 @@ const (
 
 func (e *earlyClient) Write(p []byte) (int, error) { return e.c.write(p) }
 
-func (e *earlyClient) RemoteAddr() net.Addr { return e.c.Conn.RemoteAddr() }
+// RemoteAddr is the client's address, its text made once a connection
+// (proxy.ClientAddr): each early request's access-log line names it.
+func (e *earlyClient) RemoteAddr() net.Addr {
+	if e.remote == nil {
+		e.remote = proxy.NewClientAddr(e.c.Conn.RemoteAddr())
+	}
+	return e.remote
+}
 
 // Conn is the connection the relay carries a stream the front end served
 // on (proxy.LendingClient), once net/http let go of it (strictConn.lend).

@@ -228,7 +228,7 @@ const benchRequest = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nU
 // off; and refused with the access log on, as the program writes it
 // (JSON, batched, here to nowhere).
 func benchRefusal(b *testing.B, offer func(p *proxy.Proxy, addr net.Addr, buf []byte) bool) {
-	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
+	addr := proxy.NewClientAddr(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}) // as the listener gives it
 	for _, tc := range []struct {
 		name            string
 		refused, logged bool

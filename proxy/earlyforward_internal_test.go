@@ -69,3 +69,25 @@ func FuzzAppendEngineRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestClientAddr: a client's address with its text made once reads as the
+// address it wraps, in the access log (String) and in X-Forwarded-For
+// (appendClientIP), for TCP addresses of both families and for others.
+func TestClientAddr(t *testing.T) {
+	for _, a := range []net.Addr{
+		&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 4242},
+		&net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 80, Zone: "eth0"},
+		&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 1},
+		&net.UnixAddr{Name: "@sock", Net: "unix"},
+	} {
+		ca := NewClientAddr(a)
+		if ca.String() != a.String() || ca.Network() != a.Network() {
+			t.Errorf("%v: reads as %s %s", a, ca.Network(), ca.String())
+		}
+		want, wantOK := appendClientIP(nil, a)
+		got, ok := appendClientIP(nil, ca)
+		if string(got) != string(want) || ok != wantOK {
+			t.Errorf("%v: X-Forwarded-For %q %v, want %q %v", a, got, ok, want, wantOK)
+		}
+	}
+}

@@ -56,7 +56,7 @@ func (l *Lent) Wait(c WaitingConn) error {
 	if err := relay.Usable(c); err != nil {
 		return err // not a non-blocking socket: the loop's calls must never block
 	}
-	remote := c.RemoteAddr() // the moved connection has none
+	remote := NewClientAddr(c.RemoteAddr()) // the moved connection has none
 	return p.relay.Loops.Wait(&relay.Waiter{
 		Mover:  c,
 		Answer: func(req, out []byte) ([]byte, bool) { return p.answerWaiting(req, remote, out) },
