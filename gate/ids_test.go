@@ -36,3 +36,20 @@ func TestIDs(t *testing.T) {
 		t.Errorf("two sources made the same first id %q", a)
 	}
 }
+
+// TestIDsMadeUp: a made-up id is the source's prefix, a dash and the next
+// number, in one allocation (the string's).
+func TestIDsMadeUp(t *testing.T) {
+	ids := gate.NewIDs()
+	first := ids.For("")
+	prefix, n, ok := strings.Cut(first, "-")
+	if !ok || len(prefix) != 12 || strings.Trim(prefix, "0123456789abcdef") != "" || n != "1" {
+		t.Fatalf("first id %q, want 12 hex digits, a dash and 1", first)
+	}
+	if second := ids.For(""); second != prefix+"-2" {
+		t.Errorf("second id %q, want %s-2", second, prefix)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = ids.For("") }); allocs != 1 {
+		t.Errorf("%v allocations a made-up id, want 1", allocs)
+	}
+}
