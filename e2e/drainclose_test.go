@@ -70,7 +70,7 @@ func (k keptClient) closed(t *testing.T, what string) {
 // slot is free, and, after the drain delay, the 503 draining of a
 // connection kept from before the drain.
 func TestDrainClosesKeptConnections(t *testing.T) {
-	const drainDelay = 3 * time.Second
+	const drainDelay = 5 * time.Second // the steps before it take milliseconds, a loaded CI machine's seconds at most
 	full := holdTheSlot(t, "--drain-delay", drainDelay.String(), "--log-level", "info")
 	sg := full.sg
 	waiting := keptClient{c: full.c, br: full.br}
