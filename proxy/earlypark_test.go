@@ -113,6 +113,11 @@ func TestAnswerEarlyParkedClientLeaves(t *testing.T) {
 	if eng.count() != 0 {
 		t.Error("a request whose client left reached the engine")
 	}
+	// The line follows the outcome's report.
+	waitFor(t, "the access-log line", func() bool {
+		lines := h.accessLines()
+		return len(lines) > 0 && lines[len(lines)-1]["request_id"] == "parked-1"
+	})
 	lines := h.accessLines()
 	if last := lines[len(lines)-1]; last["status"] != int64(499) || last["request_id"] != "parked-1" || last["path"] != "/v1/completions" {
 		t.Errorf("the access-log line: %v", last)

@@ -108,6 +108,8 @@ func TestAnswerEarlyRelaysStreams(t *testing.T) {
 	if got, want := diff(s.done, afterServed.done), diff(afterServed.done, nil); !maps.Equal(got, want) {
 		t.Errorf("outcomes early %v, through net/http %v", got, want)
 	}
+	// Done reports the outcome, then writes the access-log line.
+	waitFor(t, "two access-log lines (net/http's, the early one)", func() bool { return h.access.Len() >= 2 })
 	lines := h.accessLines()
 	if len(lines) != 2 {
 		t.Fatalf("%d access-log lines, want 2 (net/http's, the early one)", len(lines))
