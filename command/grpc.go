@@ -3,7 +3,9 @@ package command
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -24,11 +26,19 @@ import (
 // msgNoGRPCEngine answers gRPC calls when no engine gRPC URL is set.
 const msgNoGRPCEngine = "slotgate: no gRPC engine is configured; set --engine-grpc-url (SLOTGATE_ENGINE_GRPC_URL)"
 
-// grpcParts are the gRPC proxy: its server, which takes calls on the
-// proxy port and on --grpc-listen, and its connection to the engine.
+// grpcParts are the gRPC proxy: its servers and its connection to the
+// engine. srv takes the calls on the proxy port (through net/http);
+// --grpc-listen has servers of its own, built alike (listen), so that a
+// drain can send them GOAWAY without stopping the proxy port's.
 type grpcParts struct {
 	srv    *grpc.Server
 	engine *grpc.ClientConn // nil without --engine-grpc-url
+	// build makes a server that answers as srv does, with more options.
+	build func(more ...grpc.ServerOption) *grpc.Server
+
+	mu      sync.Mutex
+	listen  []*grpc.Server // --grpc-listen's, in the order made
+	stopped bool           // stop or stopNow began: a server made now is stopped
 }
 
 // grpcDeps are the parts of the app the gRPC proxy serves with.
@@ -72,11 +82,15 @@ func newGRPCParts(cfg config.Config, deps grpcDeps, log *zap.Logger) (*grpcParts
 		parts.engine = cc
 		opts = p.ServerOptions()
 	}
-	parts.srv = grpc.NewServer(opts...)
-	healthgrpc.RegisterHealthServer(parts.srv, &readinessHealth{ready: deps.ready, draining: deps.draining})
-	if deps.orca != nil {
-		deps.orca.Register(parts.srv)
+	parts.build = func(more ...grpc.ServerOption) *grpc.Server {
+		srv := grpc.NewServer(append(slices.Clip(opts), more...)...)
+		healthgrpc.RegisterHealthServer(srv, &readinessHealth{ready: deps.ready, draining: deps.draining})
+		if deps.orca != nil {
+			deps.orca.Register(srv)
+		}
+		return srv
 	}
+	parts.srv = parts.build()
 	return parts, nil
 }
 
@@ -88,16 +102,39 @@ func (gp *grpcParts) close() {
 	}
 }
 
-// stop ends the server: gracefully, letting calls finish until ctx ends,
+// servers are every server of the proxy; from then on a server that
+// listen makes is stopped at once.
+func (gp *grpcParts) servers() []*grpc.Server {
+	gp.mu.Lock()
+	defer gp.mu.Unlock()
+	gp.stopped = true
+	return append([]*grpc.Server{gp.srv}, gp.listen...)
+}
+
+// stop ends the servers: gracefully, letting calls finish until ctx ends,
 // then at once.
 func (gp *grpcParts) stop(ctx context.Context) {
+	var wg sync.WaitGroup
+	all := gp.servers()
+	for _, srv := range all {
+		wg.Go(srv.GracefulStop)
+	}
 	stopped := make(chan struct{})
-	go func() { gp.srv.GracefulStop(); close(stopped) }()
+	go func() { wg.Wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-ctx.Done():
-		gp.srv.Stop()
+		for _, srv := range all {
+			srv.Stop()
+		}
 		<-stopped
+	}
+}
+
+// stopNow ends the servers at once, cutting their calls.
+func (gp *grpcParts) stopNow() {
+	for _, srv := range gp.servers() {
+		srv.Stop()
 	}
 }
 

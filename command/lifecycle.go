@@ -57,7 +57,7 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 		wg.Go(func() { serveErr <- a.load.serveGRPC(ctx, ls.grpc, a.drain.begun) })
 	}
 	if ls.grpcProxy != nil {
-		wg.Go(func() { serveErr <- serveGRPC(a.grpc.srv, ls.grpcProxy) })
+		wg.Go(func() { serveErr <- a.grpc.serveListen(ls.grpcProxy, a.drain.begun) })
 	}
 	if a.relay != nil {
 		wg.Go(func() { a.relay.Run(ctx) })
@@ -68,7 +68,7 @@ func (a *app) serveOn(ls listeners, signals <-chan os.Signal) int {
 	code, now := a.await(signals, serveErr)
 	a.adminServer.Close()
 	a.proxyServer.Close()
-	a.grpc.srv.Stop()
+	a.grpc.stopNow()
 	cancel()
 	if !now {
 		wg.Wait()

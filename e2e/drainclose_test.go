@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc/connectivity"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 )
 
 // A drain closes kept connections: from the moment it begins, every
@@ -167,4 +168,63 @@ func TestDrainClosesGRPCConnections(t *testing.T) {
 		t.Fatal("the channel stayed READY after a call answered during the drain: no GOAWAY")
 	}
 	check(healthpb.HealthCheckResponse_NOT_SERVING) // over a new connection
+}
+
+// TestDrainGOAWAYOnGRPCListen: on --grpc-listen too, a drain sends every
+// connection a GOAWAY when it begins, and the calls in flight go on to
+// their end; a connection made during the drain delay is served, then sent
+// its own GOAWAY about a second later.
+func TestDrainGOAWAYOnGRPCListen(t *testing.T) {
+	t.Parallel()
+	eng := newGRPCEngine(t) // holds every call until released
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcAddr := ln.Addr().String()
+	ln.Close()
+	sg := start(t, newEngine(t).url(), nil, "--grpc-listen", grpcAddr, "--drain-delay", "1h",
+		"--engine-grpc-url", "http://"+eng.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	conn := dialGRPC(t, grpcAddr)
+	eventually(t, "SERVING on --grpc-listen", func() bool {
+		h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		return err == nil && h.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	})
+	inFlight := make(chan error, 1)
+	go func() { inFlight <- streamCall(ctx, testgrpc.NewTestServiceClient(conn)) }()
+	eventually(t, "the call held by the engine", func() bool { return eng.inFlight.Load() == 1 })
+
+	if code, _ := postJSON(t, sg.admin+"/drain", ""); code != http.StatusAccepted {
+		t.Fatalf("POST /drain: %d", code)
+	}
+	left, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	if !conn.WaitForStateChange(left, connectivity.Ready) {
+		t.Fatal("the channel stayed READY after the drain began: no GOAWAY")
+	}
+	select {
+	case err := <-inFlight:
+		t.Fatalf("the call in flight ended with the GOAWAY: %v", err)
+	default:
+	}
+	eng.release()
+	if err := <-inFlight; err != nil {
+		t.Errorf("the call in flight at the GOAWAY: %v, want its whole answer", err)
+	}
+
+	// A client that still reaches the pod during the drain delay.
+	late := dialGRPC(t, grpcAddr)
+	if err := streamCall(ctx, testgrpc.NewTestServiceClient(late)); err != nil {
+		t.Fatalf("a call during the drain delay: %v, want it served", err)
+	}
+	if s := late.GetState(); s != connectivity.Ready {
+		t.Fatalf("channel %v after a call, want READY", s)
+	}
+	left2, stop2 := context.WithTimeout(ctx, 5*time.Second)
+	defer stop2()
+	if !late.WaitForStateChange(left2, connectivity.Ready) {
+		t.Fatal("a connection made during the drain stayed READY: no GOAWAY")
+	}
 }
