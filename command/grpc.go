@@ -102,9 +102,10 @@ func (gp *grpcParts) close() {
 	}
 }
 
-// servers are every server of the proxy; from then on a server that
-// listen makes is stopped at once.
-func (gp *grpcParts) servers() []*grpc.Server {
+// stopping marks the proxy's servers as stopping, so that a server
+// listenServer makes from then on is stopped at once, and returns them
+// all.
+func (gp *grpcParts) stopping() []*grpc.Server {
 	gp.mu.Lock()
 	defer gp.mu.Unlock()
 	gp.stopped = true
@@ -115,7 +116,7 @@ func (gp *grpcParts) servers() []*grpc.Server {
 // then at once.
 func (gp *grpcParts) stop(ctx context.Context) {
 	var wg sync.WaitGroup
-	all := gp.servers()
+	all := gp.stopping()
 	for _, srv := range all {
 		wg.Go(srv.GracefulStop)
 	}
@@ -133,7 +134,7 @@ func (gp *grpcParts) stop(ctx context.Context) {
 
 // stopNow ends the servers at once, cutting their calls.
 func (gp *grpcParts) stopNow() {
-	for _, srv := range gp.servers() {
+	for _, srv := range gp.stopping() {
 		srv.Stop()
 	}
 }
