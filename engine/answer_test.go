@@ -24,6 +24,10 @@ func FuzzReadAnswer(f *testing.F) {
 	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nx-a:  2 \t\r\n\r\nab", false)
 	f.Add("HTTP/1.1 503\r\nContent-Length: 0\r\n\r\n", false)
 	f.Add("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n", false)
+	f.Add("HTTP/1.1 200 OK\r\ntransfer-encoding: Chunked\r\ncontent-length: 9\r\n\r\n2\r\nab\r\n0\r\nX-T: 1\r\n\r\n", false)
+	f.Add("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", false)
+	f.Add("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n", false)
+	f.Add("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: 1\r\n", false)
 	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab", true)
 	f.Add("HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n", false)
 	f.Add("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\na", false)
@@ -86,8 +90,9 @@ func usedParts(t *testing.T) *answerParts {
 	return parts
 }
 
-// TestParseAnswerTakes: the common answers take the fast way (a fallback
-// to ReadResponse for all of them would pass FuzzReadAnswer too).
+// TestParseAnswerTakes: the common answers, a stream's chunked one
+// included, take the fast way (a fallback to ReadResponse for all of them
+// would pass FuzzReadAnswer too).
 func TestParseAnswerTakes(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, "http://engine/v1/completions", nil)
 	for _, head := range []string{
@@ -95,6 +100,8 @@ func TestParseAnswerTakes(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: x\r\nContent-Length: 128\r\n\r\n",
 		"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 200\r\nX-Request-Id: a\r\nx-request-id: b\r\nContent-Length: 7\r\n\r\n",
+		"HTTP/1.1 200 OK\r\ndate: x\r\nserver: uvicorn\r\ncontent-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\nContent-Length: 3\r\n\r\n",
 	} {
 		if _, ok := parseAnswer([]byte(head), req, &answerParts{}); !ok {
 			t.Errorf("parseAnswer left %q to ReadResponse", head)

@@ -41,7 +41,9 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	}
 	n := b.ec.br.Buffered()
 	buf, _ := b.ec.br.Peek(n) // never fails: n bytes are buffered
-	d := &Detached{Conn: b.ec.c, Buffered: append([]byte(nil), buf...), body: b}
+	// The Detached keeps a copy of the body's wrapper, not the answer's
+	// parts it lives in: a stream holds no more than it needs.
+	d := &Detached{Conn: b.ec.c, Buffered: append([]byte(nil), buf...), body: b.alone()}
 	// The connection's reader is empty now, and the body reads nothing
 	// more: the reader goes back (a stream holds no buffer), and the
 	// connection's next request takes one.
@@ -50,6 +52,7 @@ func Detach(resp *http.Response) (*Detached, bool) {
 	// The context's watch is over; its stop function would keep the
 	// request's contexts alive for as long as the stream.
 	b.stop, b.cut = nil, nil
+	d.body.stop, d.body.cut, d.body.ReadCloser = nil, nil, http.NoBody
 	return d, true
 }
 

@@ -12,11 +12,13 @@ import (
 // values' backing array. On the fast path these were half of what a
 // request allocated, and the collector's pace followed (BENCHMARKS.md).
 type answerParts struct {
-	body   answerBody
-	length lengthBody
-	resp   http.Response
-	header http.Header
-	values []string
+	body    answerBody
+	length  lengthBody
+	chunked chunkedBody
+	te      [1]string // the chunked Response's TransferEncoding
+	resp    http.Response
+	header  http.Header
+	values  []string
 }
 
 // answerPool keeps the parts of answers given back.
@@ -41,7 +43,7 @@ func (a *answerPool) give(p *answerParts) {
 func (p *answerParts) reset() {
 	clear(p.header)
 	clear(p.values) // no value of the last answer held past its use
-	p.body, p.length, p.resp, p.values = answerBody{}, lengthBody{}, http.Response{}, p.values[:0]
+	p.body, p.length, p.chunked, p.resp, p.values = answerBody{}, lengthBody{}, chunkedBody{}, http.Response{}, p.values[:0]
 }
 
 // Recycle gives back what the answer resp allocated, for the next answer

@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// TestRecycle: the common answer is read into parts that Recycle gives
-// back once its body is closed (not before); an answer ReadResponse read
-// (a chunked one, as a stream's) keeps no parts, and Recycle leaves it.
+// TestRecycle: the common answers, of a stated length or chunked (a
+// stream's), are read into parts that Recycle gives back once the body
+// is closed (not before); an answer ReadResponse read (one that says
+// Connection: close) keeps no parts, and Recycle leaves it.
 func TestRecycle(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -18,6 +19,9 @@ func TestRecycle(t *testing.T) {
 	}
 	srv := &http.Server{ReadHeaderTimeout: bound, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/close" {
+			w.Header().Set("Connection", "close")
+		}
 		_, _ = io.WriteString(w, `{"a":1}`)
 		if r.URL.Path == "/chunked" {
 			w.(http.Flusher).Flush() // before the end: no length, chunked
@@ -40,29 +44,34 @@ func TestRecycle(t *testing.T) {
 		return resp
 	}
 
-	plain := send("/plain")
-	b, _ := plain.Body.(*answerBody)
-	if b == nil || b.parts == nil || plain != &b.parts.resp {
-		t.Fatalf("the common answer was not read into its parts (body %T)", plain.Body)
-	}
-	c.Recycle(plain) // too early: its body is open
-	if plain.StatusCode != http.StatusOK || plain.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("Recycle before Close reset the answer: %d %v", plain.StatusCode, plain.Header)
-	}
-	parts := b.parts
-	_ = plain.Body.Close()
-	c.Recycle(plain)
-	if plain.StatusCode != 0 || len(parts.header) != 0 || len(parts.values) != 0 || b.ec != nil {
-		t.Errorf("Recycle after Close left the parts as they were: %d %v %q", plain.StatusCode, parts.header, parts.values)
+	for _, path := range []string{"/plain", "/chunked"} {
+		resp := send(path)
+		b, _ := resp.Body.(*answerBody)
+		if b == nil || b.parts == nil || resp != &b.parts.resp {
+			t.Fatalf("%s: the answer was not read into its parts (body %T)", path, resp.Body)
+		}
+		if chunked := len(resp.TransferEncoding) == 1; chunked != (path == "/chunked") {
+			t.Fatalf("%s: transfer coding %q", path, resp.TransferEncoding)
+		}
+		c.Recycle(resp) // too early: its body is open
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s: Recycle before Close reset the answer: %d %v", path, resp.StatusCode, resp.Header)
+		}
+		parts := b.parts
+		_ = resp.Body.Close()
+		c.Recycle(resp)
+		if resp.StatusCode != 0 || len(parts.header) != 0 || len(parts.values) != 0 || b.ec != nil {
+			t.Errorf("%s: Recycle after Close left the parts as they were: %d %v %q", path, resp.StatusCode, parts.header, parts.values)
+		}
 	}
 
-	chunked := send("/chunked")
-	if b, _ := chunked.Body.(*answerBody); b == nil || b.parts != nil {
-		t.Fatalf("a chunked answer kept parts (body %T)", chunked.Body)
+	closing := send("/close")
+	if b, _ := closing.Body.(*answerBody); b == nil || b.parts != nil {
+		t.Fatalf("an answer ReadResponse read kept parts (body %T)", closing.Body)
 	}
-	_ = chunked.Body.Close()
-	c.Recycle(chunked)
-	if chunked.StatusCode != http.StatusOK || len(chunked.TransferEncoding) == 0 {
-		t.Errorf("Recycle changed ReadResponse's answer: %d %v", chunked.StatusCode, chunked.TransferEncoding)
+	_ = closing.Body.Close()
+	c.Recycle(closing)
+	if closing.StatusCode != http.StatusOK || !closing.Close {
+		t.Errorf("Recycle changed ReadResponse's answer: %d, Close %v", closing.StatusCode, closing.Close)
 	}
 }
