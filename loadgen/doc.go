@@ -58,7 +58,8 @@
 //   - Every request sent has exactly one outcome: Sent is the sum of
 //     ByStatus, and dropped arrivals are in Dropped, not in Sent. Retries
 //     is Tries − Sent; TimedOut is ByStatus["deadline"]; GaveUp counts
-//     the requests that ended on a refusal worth a retry.
+//     the requests that ended on a refusal worth a retry; OKFirstTry
+//     counts the successful requests that took one try.
 //   - No request waits or runs past its Deadline, nor tries more than
 //     Retry times.
 //   - Closed loop: never more than Concurrency requests in flight. Open

@@ -281,4 +281,7 @@ func checkRetryFigures(t *testing.T, r loadgen.Report) {
 	if r.GoodputPerSecond > r.RequestsPerSecond {
 		t.Errorf("goodput %g/s above the successful %g/s", r.GoodputPerSecond, r.RequestsPerSecond)
 	}
+	if r.OKFirstTry > r.OK || r.OK-r.OKFirstTry > r.Retries {
+		t.Errorf("ok_first_try = %d: above ok %d, or leaving more retried successes than the %d retries", r.OKFirstTry, r.OK, r.Retries)
+	}
 }

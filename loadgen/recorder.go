@@ -13,6 +13,7 @@ type recorder struct {
 	inFlight, maxInFlight                     atomic.Int64
 	outputTokens                              atomic.Int64
 	tries, timedOut, gaveUp, good             atomic.Int64
+	okFirstTry                                atomic.Int64
 
 	mu           sync.Mutex
 	byStatus     map[string]int64
@@ -62,6 +63,9 @@ func (r *recorder) record(res result) {
 	switch {
 	case res.ok:
 		r.ok.Add(1)
+		if res.tries == 1 {
+			r.okFirstTry.Add(1)
+		}
 		r.outputTokens.Add(int64(res.reply.outputTokens()))
 	case !res.answered || res.success:
 		r.failed.Add(1) // no answer, or a success that broke off

@@ -20,6 +20,7 @@ const ReportVersion = 1
 //	  "config": {…},                  // what was asked, see RunConfig
 //	  "sent": 20,                     // requests sent; the sum of by_status
 //	  "ok": 10,                       // successful: 2xx with a complete body
+//	  "ok_first_try": 4,              // of ok, those served at their first try
 //	  "dropped": 0,                   // open loop: arrivals not sent (max outstanding)
 //	  "by_status": {"200": 10, "529": 10},
 //	  "tries": 42,                    // tries sent, retries included
@@ -50,6 +51,7 @@ type Report struct {
 	Config                 RunConfig        `json:"config"`
 	Sent                   int64            `json:"sent"`
 	OK                     int64            `json:"ok"`
+	OKFirstTry             int64            `json:"ok_first_try"`
 	Dropped                int64            `json:"dropped"`
 	ByStatus               map[string]int64 `json:"by_status"`
 	Tries                  int64            `json:"tries"`
@@ -97,6 +99,7 @@ func (g *Generator) report(rec *recorder, elapsed time.Duration, interrupted boo
 		Config:                 g.runConfig(),
 		Sent:                   rec.sent.Load(),
 		OK:                     rec.ok.Load(),
+		OKFirstTry:             rec.okFirstTry.Load(),
 		Dropped:                rec.dropped.Load(),
 		ByStatus:               rec.byStatus,
 		Tries:                  rec.tries.Load(),

@@ -34,7 +34,7 @@ func TestReportJSONMatchesTable(t *testing.T) {
 		t.Fatalf("JSON does not parse: %v\n%s", err, js.String())
 	}
 	wantKeys := []string{"by_status", "config", "dropped", "duration_seconds", "e2e_seconds", "gave_up",
-		"goodput_per_second", "interrupted", "itl_seconds", "max_concurrency_observed", "ok", "output_tokens",
+		"goodput_per_second", "interrupted", "itl_seconds", "max_concurrency_observed", "ok", "ok_first_try", "output_tokens",
 		"output_tokens_per_second", "prompt_tokens", "requests_per_second", "retries", "sent", "timed_out",
 		"tries", "ttft_seconds", "version"}
 	if got := slices.Sorted(maps.Keys(generic)); !slices.Equal(got, wantKeys) {
@@ -55,7 +55,7 @@ func TestReportJSONMatchesTable(t *testing.T) {
 	}
 
 	rows := tableRows(t, table.String())
-	checks := map[string]int64{"sent": back.Sent, "ok": back.OK, "dropped": back.Dropped,
+	checks := map[string]int64{"sent": back.Sent, "ok": back.OK, "ok at first try": back.OKFirstTry, "dropped": back.Dropped,
 		"max in flight": back.MaxConcurrencyObserved, "output tokens": back.OutputTokens,
 		"tries": back.Tries, "retries": back.Retries, "timed out": back.TimedOut, "gave up": back.GaveUp}
 	for s, n := range back.ByStatus {

@@ -192,8 +192,8 @@ func TestRetryClosedLoopWaits(t *testing.T) {
 		if got := s.offsets(1, start); len(got) != 1 || got[0] != 3*time.Second {
 			t.Errorf("request 1 sent at %v, want at 3s: after request 0's wait and retry", got)
 		}
-		if r.OK != 2 || r.Tries != 3 || r.Retries != 1 {
-			t.Errorf("ok %d, tries %d, retries %d; want 2, 3, 1", r.OK, r.Tries, r.Retries)
+		if r.OK != 2 || r.Tries != 3 || r.Retries != 1 || r.OKFirstTry != 1 {
+			t.Errorf("ok %d, tries %d, retries %d, ok at the first try %d; want 2, 3, 1, 1", r.OK, r.Tries, r.Retries, r.OKFirstTry)
 		}
 	})
 }

@@ -34,6 +34,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	row("sent", "%d", r.Sent)
 	row("ok", "%d", r.OK)
+	row("ok at first try", "%d", r.OKFirstTry)
 	row("dropped", "%d", r.Dropped)
 	row("max in flight", "%d", r.MaxConcurrencyObserved)
 	for _, s := range statusOrder(r.ByStatus) {

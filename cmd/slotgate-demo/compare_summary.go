@@ -14,11 +14,13 @@ var refusalStatuses = []string{"529", "503", "429"}
 // runFigures are one run's results, as its clients saw them and as its
 // engine reported them.
 type runFigures struct {
-	Sent     int64 `json:"sent"`
-	Served   int64 `json:"served"`
-	Refused  int64 `json:"refused"`
-	TimedOut int64 `json:"timed_out"`
-	Other    int64 `json:"other"`
+	Sent   int64 `json:"sent"`
+	Served int64 `json:"served"`
+	// ServedFirstTry is of Served, those served at their first try.
+	ServedFirstTry int64 `json:"served_first_try"`
+	Refused        int64 `json:"refused"`
+	TimedOut       int64 `json:"timed_out"`
+	Other          int64 `json:"other"`
 	// Client200, StatusSum, GaveUp and TimedOutField are the same figures
 	// read another way, for check.
 	Client200     int64   `json:"client_200"`
@@ -39,7 +41,7 @@ type runFigures struct {
 
 func newRunFigures(r loadReport, e engineSample, peakWaiting float64) runFigures {
 	f := runFigures{
-		Sent: r.Sent, Served: r.OK, TimedOut: r.ByStatus["deadline"],
+		Sent: r.Sent, Served: r.OK, ServedFirstTry: r.OKFirstTry, TimedOut: r.ByStatus["deadline"],
 		Client200: r.ByStatus["200"], GaveUp: r.GaveUp, TimedOutField: r.TimedOut,
 		Tries: r.Tries, Retries: r.Retries,
 		TTFTP50: r.TTFT.P50, TTFTP99: r.TTFT.P99, Goodput: r.GoodputPerSecond,
@@ -125,6 +127,8 @@ func (c comparison) print(out io.Writer) {
 	}
 	row("requests sent", count(func(f runFigures) int64 { return f.Sent }), "each counted once, with its final outcome")
 	row("served", count(func(f runFigures) int64 { return f.Served }), "complete answers")
+	row("  of which at their first try", count(func(f runFigures) int64 { return f.ServedFirstTry }),
+		"the others after Retry-After: TTFT p50 lands among these or those")
 	row(fmt.Sprintf("refused (all %d tries)", c.Retry), count(func(f runFigures) int64 { return f.Refused }), c.refusalNote())
 	row(fmt.Sprintf("timed out at the %gs deadline", c.DeadlineSeconds), count(func(f runFigures) int64 { return f.TimedOut }), "cancelled by the client")
 	row("other answers", count(func(f runFigures) int64 { return f.Other }), "errors")
@@ -212,6 +216,10 @@ func (f runFigures) check() error {
 	}
 	if f.Tries != f.Sent+f.Retries {
 		problems = append(problems, fmt.Sprintf("tries %d != sent %d + retries %d", f.Tries, f.Sent, f.Retries))
+	}
+	if f.ServedFirstTry > f.Served || f.Served-f.ServedFirstTry > f.Retries {
+		problems = append(problems, fmt.Sprintf("%d served at their first try, of %d served after %d retries",
+			f.ServedFirstTry, f.Served, f.Retries))
 	}
 	if len(problems) == 0 {
 		return nil

@@ -10,9 +10,9 @@ import (
 // A without-slotgate run: nothing refused, some requests ended by the
 // deadline. A with-slotgate run: some refused on every try, none timed out.
 const (
-	reportWithout = `{"version":1,"sent":10,"ok":7,"by_status":{"200":7,"deadline":3},"tries":10,"retries":0,
+	reportWithout = `{"version":1,"sent":10,"ok":7,"ok_first_try":7,"by_status":{"200":7,"deadline":3},"tries":10,"retries":0,
 		"timed_out":3,"gave_up":0,"goodput_per_second":0.7,"ttft_seconds":{"p50":4,"p99":9}}`
-	reportWith = `{"version":1,"sent":10,"ok":6,"by_status":{"200":6,"529":3,"error":1},"tries":19,"retries":9,
+	reportWith = `{"version":1,"sent":10,"ok":6,"ok_first_try":2,"by_status":{"200":6,"529":3,"error":1},"tries":19,"retries":9,
 		"timed_out":0,"gave_up":3,"goodput_per_second":0.9,"ttft_seconds":{"p50":0.1,"p99":2.1}}`
 )
 
@@ -45,7 +45,11 @@ func TestComparisonAddsUp(t *testing.T) {
 	}
 	var out bytes.Buffer
 	c.print(&out)
+	if c.Without.ServedFirstTry != 7 || c.With.ServedFirstTry != 2 {
+		t.Errorf("served at the first try %d and %d, want 7 and 2", c.Without.ServedFirstTry, c.With.ServedFirstTry)
+	}
 	for _, want := range []string{"with (N=8, W=4, Q=4)", "timed out at the 10s deadline", "4.0 s / 9.0 s", "0.100 s / 2.1 s",
+		"of which at their first try      7                  2 ",
 		"529 with Retry-After: 1, in 0.8 ms", "dynamo_backend_admission_engine_wait_count", "dynamo_rejection_request_total"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
@@ -66,6 +70,9 @@ func TestComparisonCheckFails(t *testing.T) {
 		{"prefill above W", func(c *comparison) { c.MaxWaiting = 5 }, "above N=8, Q=4, W=4"},
 		{"gave_up disagrees with by_status", func(c *comparison) { c.With.GaveUp = 2 }, "gave_up 2 vs 3 refused"},
 		{"tries disagree", func(c *comparison) { c.Without.Tries = 11 }, "tries 11"},
+		{"more served at the first try than served", func(c *comparison) { c.With.ServedFirstTry = 7 }, "7 served at their first try, of 6"},
+		{"more retried successes than retries", func(c *comparison) { c.With.ServedFirstTry, c.With.Retries, c.With.Tries = 0, 5, 15 },
+			"0 served at their first try, of 6 served after 5 retries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

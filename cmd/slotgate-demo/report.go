@@ -15,6 +15,7 @@ type loadReport struct {
 	Version         int              `json:"version"`
 	Sent            int64            `json:"sent"`
 	OK              int64            `json:"ok"`
+	OKFirstTry      int64            `json:"ok_first_try"`
 	ByStatus        map[string]int64 `json:"by_status"`
 	DurationSeconds float64          `json:"duration_seconds"`
 	TTFT            loadgen.Summary  `json:"ttft_seconds"`
