@@ -102,6 +102,7 @@ func (f *connFeed) accept() {
 			if c != nil {
 				_ = c.Close()
 			}
+			f.err = net.ErrClosed // a view's Accept never returns no connection and no error
 			return
 		}
 	}

@@ -50,6 +50,27 @@ func TestConnFeedTakesTurns(t *testing.T) {
 	}
 }
 
+// TestConnFeedClosedWithConnectionInHand: a feed closed while it holds a
+// connection no view took closes that connection, and a view's Accept
+// then fails: it never returns no connection and no error, which would
+// leave a server with nothing to serve and nothing to stop it.
+func TestConnFeedClosedWithConnectionInHand(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := newConnFeed(ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	feed.close()
+	if got, err := feed.view().Accept(); got != nil || err == nil {
+		t.Errorf("Accept after the feed closed: %v, %v; want no connection and an error", got, err)
+	}
+}
+
 // dialAccept dials addr and checks that v accepts that connection.
 func dialAccept(t *testing.T, addr string, v net.Listener) {
 	t.Helper()
