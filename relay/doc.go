@@ -20,8 +20,12 @@
 // run). While it is busy with streams, a loop waits for their events in
 // epoll_wait itself, raw too, holding its processor, as an event loop's
 // thread in HAProxy or nginx waits (the program raises GOMAXPROCS by the
-// relay's Loops so that the held processors are extra); otherwise it
-// parks in Go's netpoller behind a gate that passes its events on only
+// relay's Loops so that the held processors are extra); while the relay
+// spreads streams over several loops, a loop that has caught up first
+// naps a millisecond, so that one wake-up takes the events that come
+// meanwhile, unless requests, which would pay the nap in latency, were
+// more than a sliver of its events (nap_linux.go). A loop not busy with
+// streams parks in Go's netpoller behind a gate that passes its events on only
 // while the loop parks, holding nothing. The decoded body (the chunks'
 // data) goes to the stream's OnData as it passes, for token counting.
 //
@@ -69,8 +73,9 @@
 //   - every descriptor the loop reads or writes raw is non-blocking: a
 //     raw call that blocked would hold a processor from the rest of the
 //     program, and a stop-the-world pause with it; the one raw call that
-//     blocks is the held wait, bounded (4 ms), interrupted by the
-//     runtime's preemption signal, made only by a loop busy with streams
-//     and only when GOMAXPROCS leaves the rest of the program a processor
-//     besides the loops'.
+//     blocks is the held wait (and its nap), bounded (4 ms, 1 ms),
+//     interrupted by the runtime's preemption signal, made only by a loop
+//     busy with streams and only when GOMAXPROCS leaves the rest of the
+//     program a processor besides the loops'; a nap ends at once for a
+//     stream handed over or the loop's stop.
 package relay

@@ -78,6 +78,17 @@ type loop struct {
 	windowEvents int
 	wasBusy      bool
 	busyEvents   int
+	// windowRequests counts the window's events on parked clients; napOK
+	// is what the last full window said of naps (nap_linux.go). napfd is
+	// the nap set, napMillis a nap's length (tests change it), naps counts
+	// them, for the tests. peers are the relay's loops, this one included.
+	windowRequests int
+	peers          []*loop
+	napOK          bool
+	napfd          int
+	napMillis      int
+	napEvent       [1]syscall.EpollEvent
+	naps           int
 }
 
 // readSize is how much one read of an engine socket takes: a stream's
@@ -107,13 +118,17 @@ func newLoop(added *atomic.Uint64) (*loop, error) {
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
 	l := &loop{epfd: epfd, gatefd: gatefd, ep: os.NewFile(uintptr(gatefd), "relay-epoll-gate"), poll: newPoller(epfd), added: added,
-		busyEvents: defaultBusyEvents, streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize)}
+		busyEvents: defaultBusyEvents, napfd: -1, napMillis: napMillis, streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize)}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		_ = l.ep.Close()
 		return nil, fmt.Errorf("relay: pipe2: %w", err)
 	}
 	l.wakeR, l.wakeW = p[0], p[1]
+	if l.napfd, err = newNapSet(l.wakeR); err != nil {
+		l.close()
+		return nil, err
+	}
 	if l.raw, err = l.ep.SyscallConn(); err != nil {
 		l.close()
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
@@ -137,6 +152,9 @@ func (l *loop) close() {
 	l.mu.Unlock()
 	_ = l.ep.Close() // the gate's fd
 	_ = syscall.Close(l.epfd)
+	if l.napfd >= 0 {
+		_ = syscall.Close(l.napfd)
+	}
 }
 
 // wake makes the loop's next wait return at once: a byte on its pipe (a

@@ -18,6 +18,7 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 		if w := l.watched[fd]; w != nil && w.gen == ev.Pad {
 			l.watchEvent(w, ev.Events)
 		} else if p := l.parked[fd]; p != nil && p.gen == ev.Pad {
+			l.windowRequests++
 			l.parkedEvent(p, ev.Events)
 		}
 		return ended // a watched or parked socket, or a stream that ended in this batch

@@ -20,7 +20,8 @@ import (
 func (l *loop) busy(now time.Time) bool {
 	if now.Sub(l.window) >= busyWindow {
 		l.wasBusy = l.windowEvents >= l.busyEvents
-		l.window, l.windowEvents = now, 0
+		l.napOK = windowNapOK(l.windowEvents, l.windowRequests)
+		l.window, l.windowEvents, l.windowRequests = now, 0, 0
 	}
 	return l.wasBusy
 }
@@ -103,12 +104,24 @@ func (l *loop) wait(events []syscall.EpollEvent) (int, error) {
 // streams when made at each. A stop-the-world pause's signal interrupts
 // the wait (EINTR: no events), and the loop is preempted at its next
 // call.
+//
+// A loop that finds its set empty naps first, when its last window allows
+// (nap_linux.go): the events of the next millisecond then take one
+// wake-up, not one each.
 func (l *loop) heldWait(events []syscall.EpollEvent, now time.Time) (int, error) {
 	if now.Sub(l.yielded) >= heldYield {
 		l.yielded = now
 		runtime.Gosched()
 	}
 	l.heldWaits++
+	if l.mayNap() {
+		if n, err := epollNow(l.epfd, events); n > 0 || err != nil {
+			return n, err
+		}
+		if err := l.nap(); err != nil {
+			return 0, err
+		}
+	}
 	n, err := rawio.EpollWaitFor(l.epfd, events, heldWaitLimit)
 	if errors.Is(err, syscall.EINTR) {
 		return 0, nil

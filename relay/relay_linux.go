@@ -24,11 +24,11 @@ type Relay struct {
 // one: a loop carries some 60,000 events a second on a core, more than
 // one engine's streams. More loops shorten the inter-token latency tail
 // while the first is busy but not saturated (at 1024 streams on two
-// cores, two loops took added ITL p99 under HAProxy's at about 5% more
-// CPU per event), and cost more once the machine is saturated (at 4096,
-// 1.5 times the CPU per event of one loop, and a longer tail):
-// BENCHMARKS.md, "Loops that hold their processor". A light load stays
-// on the first loop (pick).
+// cores, two loops, which nap, took added ITL p99 2-4 ms under HAProxy's
+// at its CPU per event, 5% more than one loop's), and cost more once the
+// machine is saturated (at 4096, 1.5 times the CPU per event of one loop):
+// BENCHMARKS.md, "Loops that hold their processor" and "Loops that nap".
+// A light load stays on the first loop (pick).
 //
 // A busy loop with streams open or clients kept waits holding its
 // processor (heldWait): a program runs a relay on GOMAXPROCS raised by
@@ -47,6 +47,9 @@ func New(n int) (*Relay, error) {
 		}
 		l.parkedN = &r.parked
 		r.loops = append(r.loops, l)
+	}
+	for _, l := range r.loops {
+		l.peers = r.loops // a loop naps while its peers carry streams too (nap_linux.go)
 	}
 	return r, nil
 }
