@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"syscall"
 	"testing"
@@ -174,5 +176,62 @@ func TestParkedClientsCountAsRequests(t *testing.T) {
 	}
 	if n := <-got; n != 1 {
 		t.Errorf("the window counts %d requests after one parked client's, want 1", n)
+	}
+}
+
+// TestNappingLoopCarriesStreams: a loop that naps between its events
+// (its streams spread: the other loop counted as carrying spillStreams)
+// carries every stream's bytes whole and in order, its engines writing
+// a little at a time, naps and all.
+func TestNappingLoopCarriesStreams(t *testing.T) {
+	prev := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 3)) // a processor besides the two loops
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	r, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.loops {
+		l.busyEvents = 0
+	}
+	r.loops[0].open.Add(spillStreams) // as if full: the streams go to the second loop, spread
+	stop := runRelay(t, r)
+	const streams, events = 8, 200
+	hs := make([]*harness, streams)
+	for i := range hs {
+		hs[i] = harnessOn(t, r, "")
+	}
+	for i, h := range hs {
+		go func() {
+			for n := range events {
+				ev := fmt.Sprintf("data: {\"s\":%d,\"n\":%d}\n\n", i, n)
+				if _, err := fmt.Fprintf(h.engine, "%x\r\n%s\r\n", len(ev), ev); err != nil {
+					return
+				}
+				time.Sleep(50 * time.Microsecond) // events apart, so that the loop catches up and naps
+			}
+			_, _ = h.engine.Write([]byte("0\r\n\r\n"))
+		}()
+	}
+	for i, h := range hs {
+		var want bytes.Buffer
+		for n := range events {
+			ev := fmt.Sprintf("data: {\"s\":%d,\"n\":%d}\n\n", i, n)
+			fmt.Fprintf(&want, "%x\r\n%s\r\n", len(ev), ev)
+		}
+		want.WriteString("0\r\n\r\n")
+		if got := h.readN(t, want.Len()); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("stream %d: the client got other bytes than the engine sent", i)
+		}
+		if res := h.result(t); !res.Ended || res.Sent != int64(want.Len()) {
+			t.Errorf("stream %d: %+v, want ended with %d bytes sent", i, res, want.Len())
+		}
+	}
+	stop()
+	r.loops[0].open.Add(-spillStreams)
+	if r.loops[1].naps == 0 {
+		t.Error("the second loop never napped")
+	}
+	if r.loops[0].naps != 0 {
+		t.Errorf("the first loop, carrying nothing, napped %d times", r.loops[0].naps)
 	}
 }
