@@ -118,6 +118,23 @@ func TestPickFillsALoopFirst(t *testing.T) {
 	}
 }
 
+// newBusyRelay returns a relay of n loops that hold (GOMAXPROCS raised to
+// leave a processor besides them, until the test ends), busy from their
+// first window.
+func newBusyRelay(t *testing.T, n int) *Relay {
+	t.Helper()
+	prev := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), n+1))
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	r, err := New(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.loops {
+		l.busyEvents = 0
+	}
+	return r
+}
+
 // TestHeldLoopsCarryStreams runs streams through two loops that always
 // hold (busy from their first window): every stream's bytes arrive whole
 // and in order while the runtime stops the world for collections (a held
@@ -125,15 +142,7 @@ func TestPickFillsALoopFirst(t *testing.T) {
 // ends its stream alone, and the streams still open when the relay stops
 // end with ErrShutdown.
 func TestHeldLoopsCarryStreams(t *testing.T) {
-	prev := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 3)) // a processor besides the two loops
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	r, err := New(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range r.loops {
-		l.busyEvents = 0
-	}
+	r := newBusyRelay(t, 2)
 	stop := runRelay(t, r)
 	const streams, events = 16, 100
 	hs := make([]*harness, streams)

@@ -72,14 +72,9 @@ func TestBusyWindowDecidesNaps(t *testing.T) {
 // stream handed over and stops when the relay does; TestNapSetHoldsTheWake
 // checks that a wake ends the nap itself.
 func TestNapEndsForAWake(t *testing.T) {
-	prev := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 3)) // a processor besides the loops: they hold
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	r, err := New(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newBusyRelay(t, 2)
 	l := r.loops[0]
-	l.busyEvents, l.napMillis = 0, int(time.Minute/time.Millisecond)
+	l.napMillis = int(time.Minute / time.Millisecond)
 	r.loops[1].open.Add(1) // as if carrying a stream: the first loop's are spread
 	stop := runRelay(t, r)
 	quiet := harnessOn(t, r, "") // open and silent: the loop holds, finds nothing, naps
@@ -184,15 +179,7 @@ func TestParkedClientsCountAsRequests(t *testing.T) {
 // carries every stream's bytes whole and in order, its engines writing
 // a little at a time, naps and all.
 func TestNappingLoopCarriesStreams(t *testing.T) {
-	prev := runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 3)) // a processor besides the two loops
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	r, err := New(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range r.loops {
-		l.busyEvents = 0
-	}
+	r := newBusyRelay(t, 2)
 	r.loops[0].open.Add(spillStreams) // as if full: the streams go to the second loop, spread
 	stop := runRelay(t, r)
 	const streams, events = 8, 200
