@@ -18,10 +18,10 @@ import (
 // catch up and sleep in epoll_wait more often than one loop would, the
 // engine's next write waking each for a few events: at 1024 streams on two
 // cores two loops took some 11 events a wait where one loop took 31, and
-// cost 4–6% more CPU per event than one. With the nap each wake-up takes
-// a millisecond's events: over 16 same-run pairs, two loops spent 3.4%
-// less CPU per event and added 1 ms less ITL p99 than without it
-// (BENCHMARKS.md, "Loops that nap"). An event pays at most the nap in
+// cost 4–7% more CPU per event than one. With the nap each wake-up takes
+// a millisecond's events: over 16 and 12 same-run pairs, two loops spent
+// 3.4% and 4.2% less CPU per event and added 1.1 and 1.5 ms less ITL p99
+// than without it (BENCHMARKS.md, "Loops that nap"). An event pays at most the nap in
 // delay, a tenth of a token stream's gaps at most. One loop carrying every
 // stream, whose waits already take tens of events, gained nothing, and its
 // streams' TTFT p50 rose by a millisecond and more: so a loop naps only
