@@ -133,12 +133,21 @@ func newLoop(added *atomic.Uint64) (*loop, error) {
 		l.close()
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakeR)}
-	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakeR, &ev); err != nil {
+	if err := watchWake(epfd, l.wakeR); err != nil {
 		l.close()
-		return nil, fmt.Errorf("relay: epoll_ctl: %w", err)
+		return nil, err
 	}
 	return l, nil
+}
+
+// watchWake adds the wake pipe's read end to the set epfd, level-triggered:
+// the set stays readable until takeIncoming drains the pipe.
+func watchWake(epfd, wakeR int) error {
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(wakeR)}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, wakeR, &ev); err != nil {
+		return fmt.Errorf("relay: epoll_ctl: %w", err)
+	}
+	return nil
 }
 
 // close frees the loop's descriptors. A wake that comes later (Run's

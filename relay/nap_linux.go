@@ -77,10 +77,9 @@ func newNapSet(wakeR int) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("relay: epoll_create1: %w", err)
 	}
-	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(wakeR)}
-	if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, wakeR, &ev); err != nil {
+	if err := watchWake(fd, wakeR); err != nil {
 		_ = syscall.Close(fd)
-		return -1, fmt.Errorf("relay: epoll_ctl: %w", err)
+		return -1, err
 	}
 	return fd, nil
 }
