@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -88,8 +89,10 @@ func TestBusy(t *testing.T) {
 	})
 }
 
-// TestPickFillsALoopFirst: a new stream goes to the first loop with fewer
-// than spillStreams open, and past that to the loop with the fewest.
+// TestPickFillsALoopFirst: a new stream (pick, by streams open) or
+// waiting client (pickWaiting, by clients waiting) goes to the first loop
+// with fewer than spillStreams, and past that to the loop with the
+// fewest.
 func TestPickFillsALoopFirst(t *testing.T) {
 	r, err := New(2)
 	if err != nil {
@@ -97,23 +100,37 @@ func TestPickFillsALoopFirst(t *testing.T) {
 	}
 	t.Cleanup(r.closeLoops)
 	tests := []struct {
-		open [2]int64
+		load [2]int64
 		want int
 	}{
-		{open: [2]int64{0, 0}, want: 0},
-		{open: [2]int64{spillStreams - 1, 0}, want: 0},
-		{open: [2]int64{spillStreams, 0}, want: 1},
-		{open: [2]int64{spillStreams, spillStreams}, want: 0},
-		{open: [2]int64{spillStreams + 100, spillStreams}, want: 1},
-		{open: [2]int64{spillStreams, spillStreams + 100}, want: 0},
-		{open: [2]int64{0, spillStreams + 100}, want: 0},
+		{load: [2]int64{0, 0}, want: 0},
+		{load: [2]int64{spillStreams - 1, 0}, want: 0},
+		{load: [2]int64{spillStreams, 0}, want: 1},
+		{load: [2]int64{spillStreams, spillStreams}, want: 0},
+		{load: [2]int64{spillStreams + 100, spillStreams}, want: 1},
+		{load: [2]int64{spillStreams, spillStreams + 100}, want: 0},
+		{load: [2]int64{0, spillStreams + 100}, want: 0},
 	}
-	for _, tt := range tests {
-		for i, n := range tt.open {
-			r.loops[i].open.Store(n)
-		}
-		if got := r.pick(); got != r.loops[tt.want] {
-			t.Errorf("streams open %v: picked loop %d, want %d", tt.open, slices.Index(r.loops, got), tt.want)
+	picks := []struct {
+		name    string
+		pick    func() *loop
+		counter func(*loop) *atomic.Int64
+	}{
+		{"pick", r.pick, func(l *loop) *atomic.Int64 { return &l.open }},
+		{"pickWaiting", r.pickWaiting, func(l *loop) *atomic.Int64 { return &l.waiting }},
+	}
+	for _, p := range picks {
+		for _, tt := range tests {
+			for _, l := range r.loops {
+				l.open.Store(0)
+				l.waiting.Store(0)
+			}
+			for i, n := range tt.load {
+				p.counter(r.loops[i]).Store(n)
+			}
+			if got := p.pick(); got != r.loops[tt.want] {
+				t.Errorf("%s, loads %v: picked loop %d, want %d", p.name, tt.load, slices.Index(r.loops, got), tt.want)
+			}
 		}
 	}
 }

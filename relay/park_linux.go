@@ -83,6 +83,9 @@ func (l *loop) unpark(p *parkedConn) {
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, p.fd, nil)
 	delete(l.parked, p.fd)
 	l.parkedN.Add(-1)
+	if p.answer != nil {
+		l.waiting.Add(-1)
+	}
 }
 
 // closeIdle closes the parked clients idle past their time. It runs after

@@ -22,9 +22,7 @@ func (r *Relay) Wait(w *Waiter) error {
 	if err != nil {
 		return err
 	}
-	// Spread over the loops, as watches are: a storm's refusals are
-	// their work, and one loop would answer them all on one core.
-	l := r.loops[int(r.next.Add(1))%len(r.loops)]
+	l := r.pickWaiting()
 	if err := l.queue(func() { l.parkWaiter(fd, w) }); err != nil {
 		if c, err := w.Mover.MoveIn(fd); err == nil {
 			_ = c.Close()
@@ -54,6 +52,7 @@ func (l *loop) parkWaiter(fd int, w *Waiter) {
 	}
 	l.parked[fd] = p
 	l.parkedN.Add(1)
+	l.waiting.Add(1)
 	if p.idle > 0 {
 		p.until = time.Now().Add(p.idle)
 		l.idleOrder = append(l.idleOrder, p)

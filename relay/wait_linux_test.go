@@ -203,9 +203,11 @@ func waitNoneParked(t *testing.T, r *Relay) {
 	}
 }
 
-// TestWaitersSpread: waiting clients are spread over the loops, whose
-// work under a storm is their refusals, and each is answered on its own.
-func TestWaitersSpread(t *testing.T) {
+// TestWaitersFillALoopFirst: waiting clients go to the first loop, whose
+// work under a storm is their refusals, until it keeps spillStreams of
+// them; each is answered on its own, and a waiter gone is no longer
+// counted.
+func TestWaitersFillALoopFirst(t *testing.T) {
 	r, _ := startRelay(t, 2)
 	a := startWaiting(t, r, answerPings, time.Minute)
 	b := startWaiting(t, r, answerPings, time.Minute)
@@ -215,7 +217,35 @@ func TestWaitersSpread(t *testing.T) {
 		}
 		readExactly(t, w.client, "pong s")
 	}
-	if n0, n1 := parkedCount(t, r.loops[0]), parkedCount(t, r.loops[1]); n0 != 1 || n1 != 1 {
-		t.Errorf("waiting clients on the loops: %d and %d, want one each", n0, n1)
+	if n0, n1 := parkedCount(t, r.loops[0]), parkedCount(t, r.loops[1]); n0 != 2 || n1 != 0 {
+		t.Errorf("waiting clients on the loops: %d and %d, want both on the first", n0, n1)
+	}
+	if n := r.loops[0].waiting.Load(); n != 2 {
+		t.Errorf("the first loop counts %d waiting, want 2", n)
+	}
+	_ = b.client.Close()
+	waitFor(t, "the hung-up waiter uncounted", func() bool { return r.loops[0].waiting.Load() == 1 })
+
+	r.loops[0].waiting.Add(spillStreams) // as if it kept spillStreams more
+	c := startWaiting(t, r, answerPings, time.Minute)
+	if _, err := c.client.Write([]byte("ping c")); err != nil {
+		t.Fatal(err)
+	}
+	readExactly(t, c.client, "pong c")
+	if n := parkedCount(t, r.loops[1]); n != 1 {
+		t.Errorf("the second loop keeps %d clients past the first's spill, want 1", n)
+	}
+	r.loops[0].waiting.Add(-spillStreams)
+}
+
+// waitFor waits, bounded, for cond to hold.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never, in %v", what, wait)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
