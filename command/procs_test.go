@@ -25,7 +25,7 @@ func TestRelayProcessors(t *testing.T) {
 		loops int // logged; 0: no line
 	}{
 		{name: "relay on", args: []string{"--stream-relay", "epoll"}, procs: 1, want: 2, loops: 1},
-		{name: "relay on, two processors", args: []string{"--stream-relay", "epoll"}, procs: 2, want: 4, loops: 2},
+		{name: "relay on, two processors", args: []string{"--stream-relay", "epoll"}, procs: 2, want: 3, loops: 1},
 		{name: "two loops", args: []string{"--relay-loops", "2"}, procs: 1, want: 3, loops: 2},
 		{name: "relay off", args: []string{"--stream-relay", "off"}, procs: 1, want: 1},
 	}

@@ -145,7 +145,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 // Kubernetes manifest might pass by mistake, stops start-up.
 func TestMaxProcs(t *testing.T) {
 	eng := newEngine(t)
-	loops := 1 // the relay (on by default on Linux) takes one loop on one processor
+	loops := 1 // the relay's default on two cores or fewer: on by default on Linux
 	if runtime.GOOS != "linux" {
 		loops = 0
 	}

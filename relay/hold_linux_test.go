@@ -135,31 +135,6 @@ func TestPickFillsALoopFirst(t *testing.T) {
 	}
 }
 
-// TestAutoLoops: the relay's own choice of loops, by processors, and New
-// taking it for n <= 0.
-func TestAutoLoops(t *testing.T) {
-	tests := []struct{ procs, want int }{
-		{1, 1}, {2, 2}, {3, 2}, {4, 2}, {8, 2}, {11, 2}, {12, 3}, {16, 4}, {64, 16},
-	}
-	for _, tt := range tests {
-		if got := autoLoops(tt.procs); got != tt.want {
-			t.Errorf("autoLoops(%d) = %d, want %d", tt.procs, got, tt.want)
-		}
-	}
-	for _, procs := range []int{1, 2} {
-		prev := runtime.GOMAXPROCS(procs)
-		r, err := New(0)
-		runtime.GOMAXPROCS(prev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.closeLoops()
-		if got, want := r.Loops(), autoLoops(procs); got != want {
-			t.Errorf("New(0) on GOMAXPROCS %d: %d loops, want %d", procs, got, want)
-		}
-	}
-}
-
 // newBusyRelay returns a relay of n loops that hold (GOMAXPROCS raised to
 // leave a processor besides them, until the test ends), busy from their
 // first window.

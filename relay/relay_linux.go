@@ -20,8 +20,15 @@ type Relay struct {
 }
 
 // New returns a relay of n loops, each with its epoll instance; Run runs
-// them. n <= 0 picks autoLoops(GOMAXPROCS). A light load stays on the
-// first loop (pick).
+// them. n <= 0 picks one loop per four processors (GOMAXPROCS), at least
+// one: a loop carries some 60,000 events a second on a core, more than
+// one engine's streams. More loops shorten the inter-token latency tail
+// while the first is busy but not saturated (at 1024 streams on two
+// cores, two loops, which nap, took added ITL p99 2-4 ms under HAProxy's
+// at its CPU per event, 5% more than one loop's), and cost more once the
+// machine is saturated (at 4096, 1.5 times the CPU per event of one loop):
+// BENCHMARKS.md, "Loops that hold their processor" and "Loops that nap".
+// A light load stays on the first loop (pick).
 //
 // A busy loop with streams open or clients kept waits holding its
 // processor (heldWait): a program runs a relay on GOMAXPROCS raised by
@@ -29,7 +36,7 @@ type Relay struct {
 // rest of the program's.
 func New(n int) (*Relay, error) {
 	if n <= 0 {
-		n = autoLoops(runtime.GOMAXPROCS(0))
+		n = max(1, runtime.GOMAXPROCS(0)/4)
 	}
 	r := &Relay{}
 	for range n {
@@ -45,27 +52,6 @@ func New(n int) (*Relay, error) {
 		l.peers = r.loops // a loop naps while its peers carry streams too (nap_linux.go)
 	}
 	return r, nil
-}
-
-// autoLoops is the relay's own choice of loops for a program on procs
-// processors: one on a single processor, two from two on, one per four
-// past eight. A loop carries some 60,000 events a second on a core, more
-// than one engine's streams: a second loop is for the inter-token latency
-// tail, not throughput. Past the first loop's 384 streams (pick), two
-// loops that nap when caught up (nap_linux.go) each wait for fewer
-// events at a time: at 1024 streams on two cores, their added ITL p99
-// was 2-4 ms under HAProxy's at its CPU per event, one loop's over it.
-// On a saturated machine (4096 streams on two cores) two cost 1.5 times
-// one loop's CPU per event, about HAProxy's with its thread per
-// processor; a pod short of CPU at that load is better off with
-// --relay-loops 1. One processor (the Helm chart's for a CPU request of
-// one core) keeps one loop: a second would hold a processor the pod was
-// not given. BENCHMARKS.md, "Loops that nap" and "Two loops by default".
-func autoLoops(procs int) int {
-	if procs < 2 {
-		return 1
-	}
-	return max(2, procs/4)
 }
 
 func (r *Relay) closeLoops() {
