@@ -135,10 +135,10 @@ func (r *Relay) pick() *loop {
 
 // pickWaiting chooses the loop for a waiting client the way pick does
 // for a stream, by the clients each loop keeps waiting: a storm's
-// refusals answered on one loop cost less than on two (on two cores, 8.2
-// against 8.9 µs a refusal under wrk, 11.4 against 14.0 under the Go
-// client, BENCHMARKS.md "Two loops by default"), until it has
-// spillStreams of them.
+// refusals answered on one loop cost less than spread over two (on two
+// cores, 8.4 against 9.2 µs a refusal under wrk, 11.6 against 15.2 under
+// the Go client; BENCHMARKS.md, "Two loops by default, tried and
+// undone"), until it keeps spillStreams of them.
 func (r *Relay) pickWaiting() *loop {
 	return r.fillFirst(func(l *loop) int64 { return l.waiting.Load() })
 }
