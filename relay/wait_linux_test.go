@@ -194,13 +194,7 @@ func TestWaitFails(t *testing.T) {
 // waiting.
 func waitNoneParked(t *testing.T, r *Relay) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for parkedCount(t, r.loops[0]) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the kept client was never closed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the kept client closed", func() bool { return parkedCount(t, r.loops[0]) == 0 })
 }
 
 // TestWaitersFillALoopFirst: waiting clients go to the first loop, whose
