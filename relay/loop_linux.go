@@ -42,7 +42,7 @@ type loop struct {
 	poll         *poller
 	wakeR, wakeW int          // a pipe: a byte on it wakes the loop (a stream to take, the shutdown)
 	open         atomic.Int64 // the loop's streams, from add to end (Relay.Open sums them)
-	waiting      atomic.Int64 // the loop's waiting clients (Wait), parked to gone; pickWaiting's
+	waiting      atomic.Int64 // the loop's waiting clients (Wait), counted from parked to gone, for pickWaiting (a burst handed over before the loop parks it may pass spillStreams)
 	added        *atomic.Uint64
 	// mu guards the streams handed over by Add and not yet taken by the
 	// loop, and stopped. Nothing else is shared: the table and the epoll

@@ -23,12 +23,13 @@ type Relay struct {
 // them. n <= 0 picks one loop per four processors (GOMAXPROCS), at least
 // one: a loop carries some 60,000 events a second on a core, more than
 // one engine's streams. More loops shorten the inter-token latency tail
-// while the first is busy but not saturated (at 1024 streams on two
-// cores, two loops, which nap, took added ITL p99 2-4 ms under HAProxy's
-// at its CPU per event, 5% more than one loop's), and cost more once the
-// machine is saturated (at 4096, 1.5 times the CPU per event of one loop):
-// BENCHMARKS.md, "Loops that hold their processor" and "Loops that nap".
-// A light load stays on the first loop (pick).
+// while the first is busy but not saturated, at the first token's cost
+// where the machine has no core to spare (at 1024 streams on two cores,
+// two loops, which nap, took ITL p99 3.8 ms lower than one loop but TTFT
+// p99 4.6 ms higher, at 1.01 times its CPU per event), and cost more once
+// the machine is saturated (at 4096, 1.35-1.56 times one loop's CPU per
+// event): BENCHMARKS.md, "Loops that nap" and "Two loops by default,
+// tried and undone". A light load stays on the first loop (pick).
 //
 // A busy loop with streams open or clients kept waits holding its
 // processor (heldWait): a program runs a relay on GOMAXPROCS raised by
