@@ -117,6 +117,7 @@ var rules = []rule{
 	{pkg: "internal/testlog", stdlibOnly: true},   // a test helper: nothing of slotgate's
 	{pkg: "internal/epollinfo", stdlibOnly: true}, // a test helper: nothing of slotgate's
 	{pkg: "internal/loopback", stdlibOnly: true},  // a test helper: nothing of slotgate's
+	{pkg: "internal/bounded", stdlibOnly: true},   // a test helper: nothing of slotgate's
 	// The engine client: net/http and sockets, and the HTTP/1.1 grammar
 	// it reads the common answer's head with; nothing else of slotgate's.
 	{pkg: "engine", stdlibOnly: true, allow: []string{pkgHTTPSyntax, pkgRawIO}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/slotgate/slotgate/internal/bounded"
 	"github.com/slotgate/slotgate/internal/testlog"
 	"io"
 	"net/http"
@@ -214,13 +215,7 @@ func hasLabels(m *dto.Metric, labels []string) bool {
 // eventually polls cond until it holds, failing after waitLimit.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", waitLimit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	bounded.Wait{Within: waitLimit, Every: 5 * time.Millisecond}.True(t, what, cond)
 }
 
 // get sends a GET and returns status and body.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotgate/slotgate/internal/bounded"
 	"github.com/slotgate/slotgate/internal/loopback"
 )
 
@@ -148,9 +149,5 @@ func TestWriteWait(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(bound); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	bounded.Wait{Within: bound, Every: time.Millisecond}.True(t, what, cond)
 }

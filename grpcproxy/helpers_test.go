@@ -25,6 +25,7 @@ import (
 
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/grpcproxy"
+	"github.com/slotgate/slotgate/internal/bounded"
 	"github.com/slotgate/slotgate/limiter"
 )
 
@@ -428,13 +429,7 @@ func testContext(t *testing.T) context.Context {
 // eventually waits, bounded, until cond holds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	bounded.Wait{Within: bound, Every: time.Millisecond}.True(t, what, cond)
 }
 
 // arrival waits for the engine's next call.

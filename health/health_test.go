@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/slotgate/slotgate/health"
+	"github.com/slotgate/slotgate/internal/bounded"
 )
 
 func TestMain(m *testing.M) {
@@ -86,13 +87,7 @@ func run(t *testing.T, p *health.Prober) (stop func()) {
 // eventually polls cond every 5ms for up to 5s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after 5s waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	bounded.Wait{Within: 5 * time.Second, Every: 5 * time.Millisecond}.True(t, what, cond)
 }
 
 func newProber(t *testing.T, opts health.Options) *health.Prober {

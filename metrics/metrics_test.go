@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/slotgate/slotgate/gate"
+	"github.com/slotgate/slotgate/internal/bounded"
 	"github.com/slotgate/slotgate/limiter"
 	"github.com/slotgate/slotgate/metrics"
 )
@@ -612,13 +613,7 @@ func outcomeCounts(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 // waitFor polls cond until it holds or five seconds pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	bounded.Wait{Within: 5 * time.Second, Every: time.Millisecond}.True(t, what, cond)
 }
 
 // TestReadiness: slotgate_ready and slotgate_draining follow what /readyz

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotgate/slotgate/internal/bounded"
 	"github.com/slotgate/slotgate/internal/loopback"
 )
 
@@ -235,11 +236,5 @@ func TestWaitersFillALoopFirst(t *testing.T) {
 // waitFor waits, bounded, for cond to hold.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: never, in %v", what, wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	bounded.Wait{Within: wait, Every: 5 * time.Millisecond}.True(t, what, cond)
 }

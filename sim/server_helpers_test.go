@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slotgate/slotgate/internal/bounded"
 )
 
 // testServer is a real loopback HTTP server in front of an engine.
@@ -121,13 +123,7 @@ func decodeStrict(t *testing.T, payload string) map[string]any {
 // client's disconnect reaching the server) that no clock can fast-forward.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	bounded.Wait{Within: 10 * time.Second, Every: 2 * time.Millisecond}.True(t, what, cond)
 }
 
 func decodeInto(raw []byte, v any) error { return json.Unmarshal(raw, v) }

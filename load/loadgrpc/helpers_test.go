@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/slotgate/slotgate/internal/bounded"
 	"github.com/slotgate/slotgate/load/loadgrpc"
 	"github.com/slotgate/slotgate/load/report"
 	loadv1 "github.com/slotgate/slotgate/protos/slotgate/load/v1"
@@ -183,13 +184,7 @@ func testContext(t *testing.T) context.Context {
 // waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	bounded.Wait{Within: timeout, Every: time.Millisecond}.True(t, what, cond)
 }
 
 // sameSnapshot reports whether got, read back from the wire, is want in
