@@ -45,7 +45,7 @@ func churn(ctx context.Context, t trial) (map[string]float64, error) {
 	for c := range churnClients {
 		wg.Go(func() {
 			for i := c; time.Now().Before(deadline) && ctx.Err() == nil; i += churnClients {
-				seen[c] = append(seen[c], readNumbered(ctx, spec, i, func() {}))
+				seen[c] = append(seen[c], readNumbered(ctx, spec, i, func() {}, func() bool { return true }))
 			}
 		})
 	}

@@ -33,8 +33,11 @@ type streamSpec struct {
 
 // oneStream is what the client saw of one stream.
 type oneStream struct {
-	ttft  time.Duration   // request written to first event read
-	gaps  []time.Duration // between consecutive events read
+	ttft time.Duration   // request written to first event read
+	gaps []time.Duration // between consecutive events read
+	// held is where gaps read once every stream was open begin: before
+	// it, the gaps of the burst of streams opening.
+	held  int
 	check seqCheck
 	err   error
 }
@@ -52,8 +55,9 @@ func runStreams(ctx context.Context, spec streamSpec, opened chan<- struct{}) []
 	out := make([]oneStream, spec.streams)
 	var wg sync.WaitGroup
 	var first atomic.Int64
+	var allOpen atomic.Bool // every stream read its first event
 	var once sync.Once
-	signal := func() { once.Do(func() { close(opened) }) }
+	signal := func() { once.Do(func() { allOpen.Store(true); close(opened) }) }
 	slots := make(chan struct{}, dialers)
 	for i := range out {
 		select {
@@ -69,7 +73,7 @@ func runStreams(ctx context.Context, spec streamSpec, opened chan<- struct{}) []
 					signal()
 				}
 			}
-			out[i] = readNumbered(ctx, spec, i, sawFirst)
+			out[i] = readNumbered(ctx, spec, i, sawFirst, allOpen.Load)
 		})
 	}
 	wg.Wait()
@@ -78,8 +82,9 @@ func runStreams(ctx context.Context, spec streamSpec, opened chan<- struct{}) []
 }
 
 // readNumbered dials, sends stream i's request and reads its events,
-// calling sawFirst exactly once: at its first event, or at its end.
-func readNumbered(ctx context.Context, spec streamSpec, i int, sawFirst func()) (res oneStream) {
+// calling sawFirst exactly once: at its first event, or at its end. The
+// gaps read while allOpen is false are the burst's (oneStream.held).
+func readNumbered(ctx context.Context, spec streamSpec, i int, sawFirst func(), allOpen func() bool) (res oneStream) {
 	called := false
 	defer func() {
 		if !called {
@@ -122,6 +127,9 @@ func readNumbered(ctx context.Context, spec streamSpec, i int, sawFirst func()) 
 			called = true
 			sawFirst()
 		} else {
+			if res.held == len(res.gaps) && !allOpen() {
+				res.held++
+			}
 			res.gaps = append(res.gaps, now.Sub(last))
 		}
 		last = now

@@ -40,6 +40,11 @@ func TestRunStreamsAgainstEngine(t *testing.T) {
 		if len(a.itl) != tc.streams*3 {
 			t.Errorf("%s: %d gaps measured, want %d", tc.name, len(a.itl), tc.streams*3)
 		}
+		// The stream that opened last read all its gaps with every
+		// stream open.
+		if len(a.heldITL) < 3 || len(a.heldITL) > len(a.itl) {
+			t.Errorf("%s: %d of %d gaps read with every stream open, want from 3 to all", tc.name, len(a.heldITL), len(a.itl))
+		}
 	}
 }
 

@@ -138,8 +138,8 @@ func TestScanEvents(t *testing.T) {
 func TestAggregateStreams(t *testing.T) {
 	ms := time.Millisecond
 	got := []oneStream{
-		{ttft: 2 * ms, gaps: []time.Duration{20 * ms, 10 * ms}, check: seqCheck{next: 3, received: 3}},
-		{ttft: 1 * ms, gaps: []time.Duration{30 * ms}, check: seqCheck{next: 3, received: 2, lost: 1}, err: errors.New("stream cut")},
+		{ttft: 2 * ms, gaps: []time.Duration{20 * ms, 10 * ms}, held: 1, check: seqCheck{next: 3, received: 3}},
+		{ttft: 1 * ms, gaps: []time.Duration{30 * ms}, held: 1, check: seqCheck{next: 3, received: 2, lost: 1}, err: errors.New("stream cut")},
 		{check: seqCheck{next: 3, lost: 3}, err: errors.New("dial")},
 	}
 	a := aggregateStreams(got)
@@ -149,8 +149,11 @@ func TestAggregateStreams(t *testing.T) {
 	if !slices.Equal(a.ttft, []time.Duration{ms, 2 * ms}) || !slices.Equal(a.itl, []time.Duration{10 * ms, 20 * ms, 30 * ms}) {
 		t.Errorf("ttft %v, itl %v: want the streams that saw an event, sorted", a.ttft, a.itl)
 	}
+	if !slices.Equal(a.heldITL, []time.Duration{10 * ms}) {
+		t.Errorf("held itl %v: want the gaps from each stream's held on", a.heldITL)
+	}
 	m := a.metrics(time.Second)
-	if m["events/s"] != 5 || m["ITL p99 ms"] != 30 || m["lost"] != 4 {
+	if m["events/s"] != 5 || m["ITL p99 ms"] != 30 || m[heldITLP99] != 10 || m["lost"] != 4 {
 		t.Errorf("metrics %v", m)
 	}
 }

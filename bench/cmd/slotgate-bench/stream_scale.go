@@ -30,9 +30,10 @@ const (
 	cpuPerEventMetric = "proxy CPU µs/event"
 	engineLateP50     = "engine late p50 ms"
 	engineLateP99     = "engine late p99 ms"
+	heldITLP99        = "held ITL p99 ms"
 )
 
-var streamMetrics = []string{"events/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms",
+var streamMetrics = []string{"events/s", "TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", heldITLP99,
 	engineLateP50, engineLateP99, cpuPerEventMetric, "proxy CPU µs/stream", "RSS KiB/stream", "lost", "reordered", "errors", clientCPUMetric, machineBusyMetric}
 
 func streamScaleScenarios() []scenario {
@@ -53,7 +54,7 @@ func heldStreamsScenario(name string, streams, prompt int, profile bool) scenari
 	if prompt > 0 {
 		about += fmt.Sprintf("; every request carries a %d KiB prompt", prompt>>10)
 	}
-	about += "; TTFT from request written to first event, ITL between events read; engine late = how much later than its schedule the engine stand-in sent its events " +
+	about += "; TTFT from request written to first event, ITL between events read, held ITL between those read once every stream had its first (the burst of streams opening left out); engine late = how much later than its schedule the engine stand-in sent its events " +
 		"(its timers' lateness on the machine every process shares, part of every target's ITL), in 100 µs steps; proxy CPU over the run ÷ events delivered; " +
 		"RSS growth of the proxy's tree with every stream open ÷ streams (the median of up to 9 readings 100 ms apart while the streams run); client CPU % = the driver's share of the machine's busy CPU, machine busy % = the machine's busy share of its CPU time"
 	metrics := slices.Clone(streamMetrics)
@@ -66,7 +67,7 @@ func heldStreamsScenario(name string, streams, prompt int, profile bool) scenari
 		name: name, about: about, n: streams + 64, q: 16,
 		streams: streams, prompt: prompt, profile: profile,
 		metrics: metrics,
-		added:   []string{"TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms"},
+		added:   []string{"TTFT p50 ms", "TTFT p99 ms", "ITL p50 ms", "ITL p99 ms", heldITLP99},
 		fresh:   true,
 		maxReps: 2,
 		measure: heldStreams(streams, prompt, profile),
@@ -233,6 +234,7 @@ const (
 // streamsAggregate is every stream of a run taken together.
 type streamsAggregate struct {
 	ttft, itl               []time.Duration // sorted
+	heldITL                 []time.Duration // sorted: the gaps read once every stream was open
 	events, lost, reordered int
 	complete, errors        int
 	firstErr                error
@@ -247,6 +249,7 @@ func aggregateStreams(got []oneStream) streamsAggregate {
 		if s.check.received > 0 {
 			a.ttft = append(a.ttft, s.ttft)
 			a.itl = append(a.itl, s.gaps...)
+			a.heldITL = append(a.heldITL, s.gaps[s.held:]...)
 		}
 		if s.err != nil {
 			a.errors++
@@ -257,6 +260,7 @@ func aggregateStreams(got []oneStream) streamsAggregate {
 	}
 	slices.Sort(a.ttft)
 	slices.Sort(a.itl)
+	slices.Sort(a.heldITL)
 	return a
 }
 
@@ -267,6 +271,7 @@ func (a streamsAggregate) metrics(elapsed time.Duration) map[string]float64 {
 		"TTFT p99 ms": ms(percentile(a.ttft, 99)),
 		"ITL p50 ms":  ms(percentile(a.itl, 50)),
 		"ITL p99 ms":  ms(percentile(a.itl, 99)),
+		heldITLP99:    ms(percentile(a.heldITL, 99)),
 		"lost":        float64(a.lost),
 		"reordered":   float64(a.reordered),
 		"errors":      float64(a.errors),
