@@ -6,9 +6,11 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 )
 
-// MoveOut takes the socket of c, a *net.TCPConn or *net.UnixConn, out of
+// MoveOut takes the socket of c, a *net.TCPConn, a *net.UnixConn or a
+// connection MoveIn gave back, out of
 // Go's netpoller: it returns a duplicate descriptor of the socket (close
 // on exec, non-blocking, as c's was) and closes c, which takes c's own
 // descriptor out of the netpoller's set. The socket stays open through
@@ -41,17 +43,25 @@ func MoveOut(c net.Conn) (int, error) {
 	return fd, nil
 }
 
-// MoveIn gives a socket taken out by MoveOut back to Go: a new
-// connection on it, in the netpoller again. The descriptor fd is the
-// connection's then (it may be renumbered), and on failure closed.
+// MoveIn gives a socket taken out by MoveOut back to Go: a connection
+// on it, in the netpoller again, with a net.TCPConn's behaviour
+// (fileConn: two system calls, where net.FileConn makes some 15). The
+// descriptor fd is the connection's then, and on failure closed.
 func MoveIn(fd int) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "moved-socket")
+	f := os.NewFile(uintptr(fd), "moved-socket") // non-blocking, as MoveOut's duplicate is: in the netpoller
 	if f == nil {
 		return nil, fmt.Errorf("rawio: move in: bad descriptor %d", fd)
 	}
-	c, err := net.FileConn(f) // a duplicate of f's descriptor
-	_ = f.Close()
+	// A descriptor os.NewFile found blocking is not in the netpoller, and
+	// its file has no deadlines: MoveOut never gives one, and a raw call
+	// on it would block.
+	if err := f.SetReadDeadline(time.Time{}); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("rawio: move in descriptor %d: not a non-blocking socket: %w", fd, err)
+	}
+	c, err := newFileConn(f)
 	if err != nil {
+		_ = f.Close()
 		return nil, fmt.Errorf("rawio: move in: %w", err)
 	}
 	return c, nil

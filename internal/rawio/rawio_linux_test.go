@@ -2,7 +2,6 @@ package rawio
 
 import (
 	"errors"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -108,7 +107,7 @@ func TestEpollWaitFor(t *testing.T) {
 }
 
 // fdOf returns c's descriptor, non-blocking as Go's net package opens it.
-func fdOf(t testing.TB, c *net.TCPConn) int {
+func fdOf(t testing.TB, c syscall.Conn) int {
 	t.Helper()
 	rc, err := c.SyscallConn()
 	if err != nil {

@@ -33,6 +33,8 @@ func NewSocket(c net.Conn) Socket {
 		sc = c
 	case *net.UnixConn:
 		sc = c
+	case *fileConn: // a socket MoveIn gave back
+		sc = c
 	default:
 		return Socket{} // a descriptor of unknown kind may block
 	}
