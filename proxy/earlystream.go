@@ -118,6 +118,10 @@ func (p *Proxy) relayEarly(ex *exchange, resp *http.Response, h *earlyHead, c Ea
 	head = append(head, pending[:lead]...)
 	_, err := c.Write(head)
 	p.early.give(buf, head)
+	// The head was resp's last use: what its answer allocated serves the
+	// next one (the Detached keeps none of it), rather than a stream's
+	// garbage in every burst of streams opening.
+	p.client.Recycle(resp)
 	if err != nil {
 		d.Done(false)
 		ex.out.writeErr = err
