@@ -10,10 +10,10 @@ import (
 )
 
 // MoveOut takes the socket of c, a *net.TCPConn, a *net.UnixConn or a
-// connection MoveIn gave back, out of
-// Go's netpoller: it returns a duplicate descriptor of the socket (close
-// on exec, non-blocking, as c's was) and closes c, which takes c's own
-// descriptor out of the netpoller's set. The socket stays open through
+// connection MoveIn gave back, out of Go's netpoller: it returns a
+// duplicate descriptor of the socket (close on exec, non-blocking, as
+// c's was) and closes c, which takes c's own descriptor out of the
+// netpoller's set. The socket stays open through
 // the duplicate, the caller's to work raw and to give back with MoveIn.
 //
 // Why: Go's netpoller watches every socket it made, edge-triggered, and
