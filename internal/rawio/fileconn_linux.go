@@ -2,6 +2,7 @@ package rawio
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -44,10 +45,14 @@ func newFileConn(f *os.File) (*fileConn, error) {
 	return c, nil
 }
 
-// Read and Write are net.Conn's: their errors are *net.OpError, and
-// net.ErrClosed once the connection is closed, as a net.TCPConn's.
+// Read and Write are net.Conn's: io.EOF as it is at the peer's close,
+// other errors *net.OpError, and net.ErrClosed once the connection is
+// closed, as a net.TCPConn's.
 func (c *fileConn) Read(p []byte) (int, error) {
 	n, err := c.f.Read(p)
+	if err == io.EOF {
+		return n, err
+	}
 	return n, c.opError("read", err)
 }
 

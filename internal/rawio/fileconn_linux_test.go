@@ -31,9 +31,9 @@ func movedIn(t *testing.T) (c net.Conn, peer *net.TCPConn, local, remote net.Add
 
 // TestMovedInIsATCPConn: what MoveIn gives back behaves as the
 // net.TCPConn it came from: the same addresses, deadlines that time out
-// with os.ErrDeadlineExceeded, a half-close, net.ErrClosed from every
-// call once closed (its raw calls too), raw calls while open, and it can
-// move out again.
+// with os.ErrDeadlineExceeded, raw calls while open, a half-close, io.EOF
+// itself at the peer's close, and net.ErrClosed from every call once
+// closed (its raw calls too).
 func TestMovedInIsATCPConn(t *testing.T) {
 	c, peer, local, remote := movedIn(t)
 	if c.LocalAddr().String() != local.String() || c.RemoteAddr().String() != remote.String() ||
@@ -78,6 +78,10 @@ func TestMovedInIsATCPConn(t *testing.T) {
 		t.Errorf("read after CloseWrite: %q, %v; want still", got, err)
 	}
 
+	_ = peer.Close()
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("a read after the peer's close: %d, %v; want io.EOF itself", n, err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
