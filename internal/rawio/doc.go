@@ -21,7 +21,11 @@
 //   - every descriptor given to this package is non-blocking: a raw call
 //     that blocked would hold a processor from the rest of the program,
 //     and a stop-the-world pause with it; the callers check it
-//     (relay.Usable) or hold descriptors Go's net package opened;
+//     (relay.Usable) or hold descriptors Go's net package opened, or
+//     MoveIn gave back (it refuses one the netpoller would not take);
+//   - a connection MoveIn gives back behaves as a net.TCPConn: its
+//     errors *net.OpError (io.EOF itself at the peer's close), and
+//     net.ErrClosed from every call, raw ones included, once closed;
 //   - the calls return the kernel's errno as a syscall.Errno and nothing
 //     else: EAGAIN and EINTR are the caller's to handle.
 package rawio
