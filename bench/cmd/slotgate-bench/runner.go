@@ -55,6 +55,11 @@ func runScenario(ctx context.Context, e *env, eng *engineProc, sc scenario, reps
 			insts[i] = in
 		}
 	}
+	if sc.streams > 0 {
+		if err := primeEngine(ctx, eng, sc); err != nil {
+			return res, fmt.Errorf("%s: priming the engine: %w", sc.name, err)
+		}
+	}
 	if sc.warmup {
 		for i, t := range ts {
 			if _, err := measureOnce(ctx, e, eng, up, sc, t, insts[i], 300*time.Millisecond); err != nil {

@@ -69,3 +69,27 @@ func TestStreamBody(t *testing.T) {
 		}
 	}
 }
+
+// TestPrimeEngine: the engine is primed with the scenario's streams, and
+// an engine that cannot be reached fails the priming, which names the
+// streams that failed.
+func TestPrimeEngine(t *testing.T) {
+	eng := startTestEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sc := scenario{streams: 16}
+	if err := primeEngine(ctx, eng, sc); err != nil {
+		t.Fatalf("priming the engine: %v", err)
+	}
+	st, err := eng.stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Received != 16 || st.MaxInFlight < 2 {
+		t.Errorf("the engine received %d requests, %d at most at once, while primed; want the 16 streams, together", st.Received, st.MaxInFlight)
+	}
+	gone := &engineProc{addr: "127.0.0.1:1"}
+	if err := primeEngine(ctx, gone, sc); err == nil || !strings.Contains(err.Error(), "16 of 16 streams failed") {
+		t.Errorf("priming an engine that is not there: %v, want 16 of 16 streams failed", err)
+	}
+}
