@@ -29,8 +29,7 @@ type ScenarioResult struct {
 
 // runScenario starts each of the scenario's targets with its cap (or, for
 // a fresh scenario, once per run), then measures them in turn, reps times,
-// rotating the order from one round to the next so that drift on the
-// machine hits all alike.
+// in the order roundOrder gives.
 func runScenario(ctx context.Context, e *env, eng *engineProc, sc scenario, reps int, d time.Duration) (ScenarioResult, error) {
 	res := ScenarioResult{Name: sc.name, About: sc.about, N: sc.n, Q: sc.q, Concurrency: sc.conc, Streams: sc.streams, PromptBytes: sc.prompt,
 		Metrics: append(slices.Clone(sc.metrics), addedNames(sc.added)...), Ratio: sc.ratio}
@@ -83,8 +82,7 @@ func rounds(ctx context.Context, e *env, eng *engineProc, up upstream, sc scenar
 		runs[i] = map[string][]float64{}
 	}
 	for rep := range reps {
-		for k := range ts {
-			i := (k + rep) % len(ts)
+		for _, i := range roundOrder(len(ts), rep) {
 			m, err := measureOnce(ctx, e, eng, up, sc, ts[i], insts[i], d)
 			if err != nil {
 				return nil, fmt.Errorf("%s on %s, run %d: %w", sc.name, ts[i].name, rep+1, err)
@@ -99,6 +97,24 @@ func rounds(ctx context.Context, e *env, eng *engineProc, up upstream, sc scenar
 		}
 	}
 	return runs, nil
+}
+
+// roundOrder is the order in which round rep measures n targets: as named
+// in the even rounds, the other way in the odd ones. Over each two rounds
+// every target's positions add up to the same, so that a drift on the
+// machine over a command hits all alike; rotating the order instead left
+// a target's mean position depending on where it was named (with three
+// targets and two rounds the first named runs first and last, the second
+// second and first).
+func roundOrder(n, rep int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = k
+		if rep%2 == 1 {
+			order[k] = n - 1 - k
+		}
+	}
+	return order
 }
 
 // rows summarizes each target's runs, with the added metrics computed

@@ -95,3 +95,37 @@ func TestRepsFor(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundOrder: the targets run as named, then the other way, so that
+// over each two rounds every target's positions add up to the same.
+func TestRoundOrder(t *testing.T) {
+	tests := []struct {
+		n, rep int
+		want   []int
+	}{
+		{n: 1, rep: 0, want: []int{0}},
+		{n: 1, rep: 1, want: []int{0}},
+		{n: 3, rep: 0, want: []int{0, 1, 2}},
+		{n: 3, rep: 1, want: []int{2, 1, 0}},
+		{n: 3, rep: 2, want: []int{0, 1, 2}},
+		{n: 4, rep: 1, want: []int{3, 2, 1, 0}},
+	}
+	for _, tt := range tests {
+		if got := roundOrder(tt.n, tt.rep); !slices.Equal(got, tt.want) {
+			t.Errorf("roundOrder(%d, %d) = %v, want %v", tt.n, tt.rep, got, tt.want)
+		}
+	}
+	for n := 1; n <= 6; n++ {
+		sum := make([]int, n)
+		for rep := range 2 {
+			for pos, i := range roundOrder(n, rep) {
+				sum[i] += pos
+			}
+		}
+		for i, s := range sum {
+			if s != n-1 {
+				t.Errorf("%d targets: target %d's positions over two rounds add up to %d, want %d", n, i, s, n-1)
+			}
+		}
+	}
+}
