@@ -88,16 +88,7 @@ func TestFaultsOverGRPC(t *testing.T) {
 		}},
 		{"stall, streamed", FaultStall, true, 8, 10 * time.Second, func(t *testing.T, a grpcAnswer, _ RankStats) {
 			n, complete := a.chunks()
-			gap, before := time.Duration(0), 0
-			for i := 1; i < len(a.times); i++ {
-				if d := a.times[i] - a.times[i-1]; d > gap {
-					gap, before = d, i
-				}
-			}
-			next := time.Duration(0) // when the message after the gap came
-			if before < len(a.times) {
-				next = a.times[before]
-			}
+			gap, before, next := longestGap(a.times)
 			// The gap is read at the client, where a late receipt of the
 			// message before the stall shortens it: the bound that holds
 			// is the message after it, which the engine sends only once

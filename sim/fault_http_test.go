@@ -127,15 +127,16 @@ func (a answer) tokens(t *testing.T) (n int, finished bool) {
 	return n, finished
 }
 
-// longestGap is the longest wait between two events ([DONE] included) and
-// the token events before it.
-func (a answer) longestGap() (gap time.Duration, before int) {
-	for i := 1; i < len(a.times); i++ {
-		if d := a.times[i] - a.times[i-1]; d > gap {
-			gap, before = d, i
+// longestGap is, of the arrival times of an answer's messages or events
+// (since the call), the longest wait between two, the number that came
+// before it, and when the one after it came (0 with no gap).
+func longestGap(times []time.Duration) (gap time.Duration, before int, next time.Duration) {
+	for i := 1; i < len(times); i++ {
+		if d := times[i] - times[i-1]; d > gap {
+			gap, before, next = d, i, times[i]
 		}
 	}
-	return gap, before
+	return gap, before, next
 }
 
 // faultServer serves a running engine at speedup 1 (an 8-token answer
@@ -208,11 +209,7 @@ func TestFaultsOverHTTP(t *testing.T) {
 			}
 		}},
 		{"stall, streamed", FaultStall, false, true, 8, 10 * time.Second, func(t *testing.T, a answer, _ RankStats) {
-			gap, before := a.longestGap()
-			next := time.Duration(0) // when the event after the gap came
-			if before < len(a.times) {
-				next = a.times[before]
-			}
+			gap, before, next := longestGap(a.times) // [DONE] included
 			// As over gRPC: the gap read at the client may be short by the
 			// earlier event's late receipt; the event after the stall
 			// cannot come before the stall's time since the request.
