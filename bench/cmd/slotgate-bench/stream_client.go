@@ -54,10 +54,10 @@ const dialers = 64
 func runStreams(ctx context.Context, spec streamSpec, opened chan<- struct{}) []oneStream {
 	out := make([]oneStream, spec.streams)
 	var wg sync.WaitGroup
-	var first atomic.Int64
-	var allOpen atomic.Bool // every stream read its first event
+	var first atomic.Int64 // streams that read their first event (or ended without)
+	allOpen := func() bool { return first.Load() == int64(spec.streams) }
 	var once sync.Once
-	signal := func() { once.Do(func() { allOpen.Store(true); close(opened) }) }
+	signal := func() { once.Do(func() { close(opened) }) }
 	slots := make(chan struct{}, dialers)
 	for i := range out {
 		select {
@@ -73,7 +73,7 @@ func runStreams(ctx context.Context, spec streamSpec, opened chan<- struct{}) []
 					signal()
 				}
 			}
-			out[i] = readNumbered(ctx, spec, i, sawFirst, allOpen.Load)
+			out[i] = readNumbered(ctx, spec, i, sawFirst, allOpen)
 		})
 	}
 	wg.Wait()
