@@ -149,7 +149,7 @@ func (c *fileConn) opError(op string, err error) error {
 	if op == "set" {
 		return &net.OpError{Op: op, Net: "tcp", Err: err} // the addresses are not worth the calls here
 	}
-	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	return connOpError(c, op, err)
 }
 
 // rawConn is a fileConn's syscall.RawConn: the file's, whose calls fail

@@ -265,5 +265,11 @@ func (s Socket) opError(op string, err error) error {
 	if oe, ok := err.(*net.OpError); ok {
 		err = oe.Err
 	}
-	return &net.OpError{Op: op, Net: s.c.LocalAddr().Network(), Source: s.c.LocalAddr(), Addr: s.c.RemoteAddr(), Err: err}
+	return connOpError(s.c, op, err)
+}
+
+// connOpError is err as c's method op fails with it: a *net.OpError
+// naming c's addresses, as net's connections make them.
+func connOpError(c net.Conn, op string, err error) *net.OpError {
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
