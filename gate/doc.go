@@ -46,7 +46,10 @@
 //     adapter calls it at the first output, or when the answer brings
 //     none); Finish releases whatever is left exactly once: at once, or
 //     after a 5 ms abort grace when the client left while the engine
-//     served it.
+//     served it. An adapter that writes the answer's end after the
+//     engine's may release it sooner, as the engine ends it
+//     (EngineFinished), so that the client never sees its answer's end
+//     before its slot is free.
 //   - With limiters per rank (RankLimiters), a pinned request takes its
 //     rank's places and an unpinned one the rank with the most room; a
 //     pinned rank the engine does not have is a bad request.

@@ -334,6 +334,42 @@ func TestEngineDoneSkipsTheGrace(t *testing.T) {
 	}
 }
 
+// TestEngineFinishedHandsTheSlotOn: EngineFinished frees the slot ahead
+// of Finish, which then releases nothing more, waits for no grace even
+// when the client left, and reports the request once.
+func TestEngineFinishedHandsTheSlotOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, lim, obs := newGate(t, limiter.Options{Slots: 1}, nil)
+		var first, second gate.Exchange
+		if d := g.Admit(context.Background(), &first, gate.Request{}); !d.Admitted {
+			t.Fatal("the first not admitted")
+		}
+		g.EngineFinished(&first)
+		if got := lim.Stats().Holding; got != 0 {
+			t.Fatalf("holding %d after EngineFinished, want 0", got)
+		}
+		if len(obs.reports()) != 0 {
+			t.Fatalf("reported %q before Finish", obs.reports())
+		}
+		if d := g.Admit(context.Background(), &second, gate.Request{}); !d.Admitted {
+			t.Fatalf("the next request refused after the first's engine finished: %+v", d)
+		}
+		g.Finish(&first, true)
+		time.Sleep(gate.DefaultAbortGrace)
+		synctest.Wait()
+		if got := lim.Stats().Holding; got != 1 {
+			t.Errorf("holding %d after the first's Finish, want the second's 1", got)
+		}
+		if got := obs.reports(); len(got) != 1 {
+			t.Errorf("reports %q after the first's Finish, want one", got)
+		}
+		g.Finish(&second, false)
+		if got := lim.Stats().Holding; got != 0 {
+			t.Errorf("holding %d after both finished", got)
+		}
+	})
+}
+
 // TestPassthroughIsNotReported: a passthrough exchange is finished
 // without a report or a change.
 func TestPassthroughIsNotReported(t *testing.T) {

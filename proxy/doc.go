@@ -31,11 +31,16 @@
 //   - After a slot is granted to a request that waited in the queue, its
 //     context and its client's socket are checked again, so a request whose client is
 //     gone never reaches the engine.
-//   - The slot is held until the last byte of the response is written or
-//     the client goes away, and released exactly once on every path,
-//     including a panic (httputil.ReverseProxy, and the plain path,
-//     abort a broken stream with one); a client that left while the engine served it frees its slot
-//     after the gate's 5 ms abort grace, not at once.
+//   - The slot is held until the engine's answer ended or the client goes
+//     away. An answer's end frees it before the client is given that end
+//     (the handler ends the exchange before net/http writes the last
+//     chunk; the front end, before it writes a small answer; the relay, as
+//     it reads the engine's last chunk, relay.Stream.OnEnd): a client that
+//     has its answer finds its slot free. It is released exactly once on
+//     every path, including a panic (httputil.ReverseProxy, and the plain
+//     path, abort a broken stream with one); a client that left while the
+//     engine served it frees its slot after the gate's 5 ms abort grace,
+//     not at once.
 //   - Responses stream through unbuffered: Server-Sent Events and any other
 //     response without a Content-Length are flushed on every write.
 //   - Every request that goes through admission is reported once, with

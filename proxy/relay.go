@@ -115,7 +115,7 @@ func newRelayed(ex *exchange, d *engine.Detached, conn net.Conn, ahead []byte, k
 	if ex.Counting() {
 		rs.count = newTokenCount(ex)
 	}
-	rs.stream = relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, Done: rs.done}
+	rs.stream = relay.Stream{Engine: d.Conn, Pending: d.Buffered, Client: conn, OnData: rs.data, OnEnd: rs.engineEnded, Done: rs.done}
 	if m, ok := conn.(relay.Mover); ok {
 		rs.stream.EngineMover, rs.stream.ClientMover = d, m // the sockets leave Go's netpoller for the stream
 	}
@@ -210,6 +210,13 @@ func (rs *relayed) data(p []byte) {
 		rs.count.add(p)
 	}
 }
+
+// engineEnded hands the slot on once the relay has read the answer's
+// end, before the client has it (relay.Stream.OnEnd): on net/http's path
+// and the front end's, the exchange ends before the answer's last bytes
+// go out, and a client that has its answer finds its slot free (and the
+// metrics saying so) there too.
+func (rs *relayed) engineEnded() { rs.ex.p.gate.EngineFinished(&rs.ex.Exchange) }
 
 // done ends the exchange as finish does for the ReverseProxy's copy: on
 // the relay's loop, once the answer ended, was cut, or its client left.

@@ -184,6 +184,27 @@ func TestRelayKeepsTheConnection(t *testing.T) {
 	}
 }
 
+// TestRelayedClientFindsItsSlotFree: a client that has read its relayed
+// answer's end finds the slot free at once, as on net/http's path, whose
+// handler ends the exchange before the body's last chunk goes out: the
+// relay hands the slot on once it has read the engine's end, before it
+// writes that end to the client. With one slot and no queue, the next
+// request, sent the moment the answer ended, is admitted every time.
+func TestRelayedClientFindsItsSlotFree(t *testing.T) {
+	h := newRelayHarness(t, harnessConfig{engine: sseEngine(2, 0), limits: limiter.Options{Slots: 1}})
+	for i := range 30 {
+		resp, c, _ := sendRaw(t, h, relayRequest(""))
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK || string(body) != wantSSE(2) {
+			t.Fatalf("answer %d: status %d, err %v, body %q", i, resp.StatusCode, err, body)
+		}
+		if s := h.lim.Stats(); s.Holding != 0 || s.Prefilling != 0 {
+			t.Fatalf("answer %d read to its end: %d holding a slot, %d a waiting place; want none", i, s.Holding, s.Prefilling)
+		}
+		_ = c.Close()
+	}
+}
+
 // TestRelayClientLeaves closes the client's connection mid-stream: the
 // engine's connection is closed, the slot comes back, and the outcome is
 // cancelled_running.

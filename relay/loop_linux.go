@@ -250,7 +250,7 @@ func (l *loop) register(st *stream, ended []ending) (out []ending) {
 	st.gen, st.l = l.gen, l
 	l.streams[st.efd], l.streams[st.cfd] = st, st
 	defer l.cutOnPanic(st, ended, &out)
-	k, err := st.parser.feed(st.Pending, st.OnData)
+	k, err := st.feed(st.Pending)
 	st.extra = k < len(st.Pending)
 	st.out = st.Pending[:k:k] // the caller's, given with the stream
 	st.Pending = nil

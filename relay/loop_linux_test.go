@@ -338,3 +338,84 @@ func TestRelayPanics(t *testing.T) {
 		t.Errorf("the next stream: %+v, want ended", res)
 	}
 }
+
+// TestOnEndComesBeforeTheClientHasTheEnd: OnEnd runs once the relay has
+// read the body's last chunk, before the client is given it and before
+// Done; a stream cut before its end never calls it.
+func TestOnEndComesBeforeTheClientHasTheEnd(t *testing.T) {
+	tests := []struct {
+		name, pending, engine string
+		close                 bool // the engine closes after its bytes
+		ended                 bool
+	}{
+		{name: "end with the first bytes", pending: "1\r\na\r\n0\r\n\r\n", ended: true},
+		{name: "end read later, with data", pending: "1\r\na\r\n", engine: "1\r\nb\r\n0\r\n\r\n", ended: true},
+		{name: "end read alone", pending: "1\r\na\r\n1\r\nb\r\n", engine: "0\r\n\r\n", ended: true},
+		{name: "cut before the end", pending: "1\r\na\r\n", engine: "1\r\nb", close: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := startRelay(t, 1)
+			engine, relayEngine := loopback.Pair(t)
+			client, relayClient := loopback.Pair(t)
+			var mu sync.Mutex
+			var order []string
+			var atEnd []byte // what the client had when OnEnd ran
+			done := make(chan Result, 1)
+			err := r.Add(&Stream{Engine: relayEngine, Pending: []byte(tt.pending), Client: relayClient,
+				OnData: func([]byte) {},
+				OnEnd: func() {
+					// Whatever the relay wrote before is there within 50 ms.
+					_ = client.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+					b, _ := io.ReadAll(client)
+					mu.Lock()
+					order, atEnd = append(order, "end"), b
+					mu.Unlock()
+				},
+				Done: func(res Result) {
+					mu.Lock()
+					order = append(order, "done")
+					mu.Unlock()
+					_ = relayClient.Close() // the sockets are the caller's again
+					done <- res
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(engine, tt.engine); err != nil {
+				t.Fatal(err)
+			}
+			if tt.close {
+				_ = engine.Close()
+			}
+			var res Result
+			select {
+			case res = <-done:
+			case <-time.After(wait):
+				t.Fatal("the stream did not end")
+			}
+			_ = client.SetReadDeadline(time.Now().Add(wait))
+			rest, _ := io.ReadAll(client)
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Ended != tt.ended {
+				t.Fatalf("result %+v, want ended %v", res, tt.ended)
+			}
+			if !tt.ended {
+				if len(order) != 1 || order[0] != "done" {
+					t.Errorf("calls %v for a cut stream, want Done alone", order)
+				}
+				return
+			}
+			if strings.Join(order, ",") != "end,done" {
+				t.Errorf("calls %v, want OnEnd once, then Done", order)
+			}
+			if bytes.Contains(atEnd, []byte("0\r\n\r\n")) {
+				t.Errorf("the client had %q when OnEnd ran: the end came before it", atEnd)
+			}
+			if got, want := string(atEnd)+string(rest), tt.pending+tt.engine; got != want {
+				t.Errorf("the client got %q, want %q", got, want)
+			}
+		})
+	}
+}

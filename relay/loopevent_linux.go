@@ -9,7 +9,7 @@ import (
 	"github.com/slotgate/slotgate/internal/rawio"
 )
 
-// handle acts on one event. A panic in the stream's OnData ends that
+// handle acts on one event. A panic in the stream's OnData or OnEnd ends that
 // stream, cut, not the loop.
 func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	fd := int(ev.Fd)
@@ -27,12 +27,12 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	return l.event(st, fd, ev, ended)
 }
 
-// cutOnPanic, deferred where a stream's OnData may run, ends the stream,
+// cutOnPanic, deferred where a stream's OnData or OnEnd may run, ends the stream,
 // cut, when it panicked: ended is what was ended before, and out is set to
 // it with the stream added.
 func (l *loop) cutOnPanic(st *stream, ended []ending, out *[]ending) {
 	if v := recover(); v != nil {
-		*out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData: %v", v)}, ended)
+		*out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData or OnEnd: %v", v)}, ended)
 	}
 }
 
@@ -86,7 +86,7 @@ func (l *loop) readEngine(st *stream, ended []ending) []ending {
 			return l.end(st, Result{Err: errEngineEOF}, ended)
 		}
 		st.engineReady = n == len(l.buf) || st.engineEnded
-		k, err := st.parser.feed(l.buf[:n], st.OnData)
+		k, err := st.feed(l.buf[:n])
 		if err != nil {
 			return l.end(st, Result{Err: err}, ended)
 		}
@@ -97,6 +97,18 @@ func (l *loop) readEngine(st *stream, ended []ending) []ending {
 		}
 	}
 	return ended
+}
+
+// feed passes p, the engine's next bytes, through st's parser, and tells
+// OnEnd when they held the body's end, before any of them is written: a
+// stream's parser is fed no more once it is done (the client is given the
+// rest, then the stream ends).
+func (st *stream) feed(p []byte) (int, error) {
+	k, err := st.parser.feed(p, st.OnData)
+	if err == nil && st.OnEnd != nil && st.parser.done() {
+		st.OnEnd()
+	}
+	return k, err
 }
 
 // write gives p to the client; what it does not take waits in st.out,

@@ -26,6 +26,14 @@ type Stream struct {
 	// pass, on the loop's goroutine; it must not keep the slice. A panic
 	// in it ends the stream, cut.
 	OnData func([]byte)
+	// OnEnd, when set, is called once, on the loop's goroutine, when the
+	// relay has read the body's last chunk, before the client is given
+	// it: the engine is done with the request by then, so an owner that
+	// frees what the engine held (a slot) has it free by the time its
+	// client sees the answer's end, and can send its next request. Done
+	// still follows, whatever the client's write does. A panic in it
+	// ends the stream, cut.
+	OnEnd func()
 	// Done is called once, when the stream ends (see Result), on the
 	// loop's goroutine; the sockets are then the caller's again, open.
 	Done func(Result)
