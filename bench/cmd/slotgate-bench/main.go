@@ -33,6 +33,7 @@ type options struct {
 	only                     string
 	targets                  string
 	plot, cpuPlot            string
+	pairBase                 string
 	reps                     int
 	duration                 time.Duration
 	keep                     bool
@@ -59,6 +60,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (logs, configs, slotgate's CPU profiles of the streams scenarios) instead of removing it")
 	flag.BoolVar(&o.cpuProfile, "cpu-profile", false, "take a CPU profile of every slotgate target during each run of every scenario, into the run's folder (implies --keep); for `go tool pprof`")
 	flag.IntVar(&o.reps, "reps", 3, "runs of each measurement per target")
+	flag.StringVar(&o.pairBase, "pair-base", "haproxy", "after the tables, compare every other target with this one round by round "+
+		"(medians of differences or ratios, and the rounds at or under it); `slotgate-bench pairs` pools several results files; empty: no comparison")
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each closed-loop run")
 	flag.Parse()
 
@@ -123,8 +126,10 @@ func subcommand(name string, args []string) {
 		err = engineMain(args)
 	case "abandon-clients":
 		err = abandonClientsMain(args)
+	case "pairs":
+		err = pairsMain(args, os.Stdout)
 	default:
-		err = fmt.Errorf("unknown subcommand %q (engine, abandon-clients; the driver itself takes only flags)", name)
+		err = fmt.Errorf("unknown subcommand %q (pairs, engine, abandon-clients; the driver itself takes only flags)", name)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "slotgate-bench %s: %v\n", name, err)
@@ -214,6 +219,9 @@ func run(ctx context.Context, o options) error {
 	res.Targets = goals(res.Scenarios)
 	res.Warnings = clientWarnings(res.Scenarios)
 	writeTables(os.Stdout, res.Scenarios)
+	if o.pairBase != "" {
+		writePaired(os.Stdout, pairScenarios([]Results{res}, o.pairBase), o.pairBase)
+	}
 	writeGoals(os.Stdout, res.Targets)
 	writeWarnings(os.Stdout, res.Warnings)
 	return saveAll(o, res)
