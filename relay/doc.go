@@ -54,6 +54,11 @@
 //     before its next request is read;
 //   - Go's netpoller sees a loop's set only through the gate, armed
 //     while the loop parks and disarmed once it wakes;
+//   - OnEnd, when set, is called at most once per stream, on the loop's
+//     goroutine, as the parser reads the body's last chunk and before any
+//     byte of that read is written to the client: a client never sees its
+//     answer's end before its owner heard of it; a cut stream never calls
+//     it, and Done follows it whatever the client's write does;
 //   - Done is called exactly once per stream Add accepted, on the loop's
 //     goroutine, after both sockets left the epoll set; it is given the
 //     sockets back, open (a moved one the relay closed aside), and
