@@ -187,7 +187,7 @@ func pairsMain(args []string, w io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("no results files: slotgate-bench pairs [--base TARGET] FILE.json...")
+		return errors.New("no results files: usage: slotgate-bench pairs [--base TARGET] FILE.json [FILE.json]")
 	}
 	var all []Results
 	for _, path := range fs.Args() {
