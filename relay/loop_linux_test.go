@@ -286,8 +286,8 @@ func TestRelayEngineResetsWhileClientLags(t *testing.T) {
 	}
 }
 
-// TestRelayPanics: a panic in a stream's OnData or Done ends that stream
-// (its sockets closed), and the loop carries the next one.
+// TestRelayPanics: a panic in a stream's OnData, OnEnd or Done ends that
+// stream (its sockets closed), and the loop carries the next one.
 func TestRelayPanics(t *testing.T) {
 	r, _ := startRelay(t, 1)
 
@@ -306,6 +306,32 @@ func TestRelayPanics(t *testing.T) {
 		}
 	case <-time.After(wait):
 		t.Fatal("the stream whose OnData panicked did not end")
+	}
+
+	// OnEnd panics, the end with the first bytes or read later: the
+	// stream is cut, and the client never gets the end.
+	for _, tt := range []struct{ pending, later string }{{"1\r\nx\r\n0\r\n\r\n", ""}, {"1\r\nx\r\n", "0\r\n\r\n"}} {
+		engineEnd, e := loopback.Pair(t)
+		clientEnd, c := loopback.Pair(t)
+		if err := r.Add(&Stream{Engine: e, Client: c, Pending: []byte(tt.pending), OnData: func([]byte) {},
+			OnEnd: func() { panic("release bug") }, Done: func(res Result) { _ = c.Close(); done <- res }}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(engineEnd, tt.later); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case res := <-done:
+			if res.Ended || res.Err == nil || !strings.Contains(res.Err.Error(), "release bug") {
+				t.Errorf("pending %q: result = %+v, want cut by the panic", tt.pending, res)
+			}
+		case <-time.After(wait):
+			t.Fatalf("pending %q: the stream whose OnEnd panicked did not end", tt.pending)
+		}
+		_ = clientEnd.SetReadDeadline(time.Now().Add(wait))
+		if got, _ := io.ReadAll(clientEnd); strings.Contains(string(got), "0\r\n\r\n") {
+			t.Errorf("pending %q: the client got %q, the end included", tt.pending, got)
+		}
 	}
 
 	// Done panics: the sockets are closed for it.

@@ -9,8 +9,8 @@ import (
 	"github.com/slotgate/slotgate/internal/rawio"
 )
 
-// handle acts on one event. A panic in the stream's OnData or OnEnd ends that
-// stream, cut, not the loop.
+// handle acts on one event. A panic in the stream's OnData or OnEnd
+// ends that stream, cut, not the loop.
 func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	fd := int(ev.Fd)
 	st := l.streams[fd]
@@ -27,9 +27,9 @@ func (l *loop) handle(ev syscall.EpollEvent, ended []ending) (out []ending) {
 	return l.event(st, fd, ev, ended)
 }
 
-// cutOnPanic, deferred where a stream's OnData or OnEnd may run, ends the stream,
-// cut, when it panicked: ended is what was ended before, and out is set to
-// it with the stream added.
+// cutOnPanic, deferred where a stream's OnData or OnEnd may run, ends
+// the stream, cut, when it panicked: ended is what was ended before, and
+// out is set to it with the stream added.
 func (l *loop) cutOnPanic(st *stream, ended []ending, out *[]ending) {
 	if v := recover(); v != nil {
 		*out = l.end(st, Result{Err: fmt.Errorf("relay: panic in the stream's OnData or OnEnd: %v", v)}, ended)
