@@ -140,19 +140,20 @@ func (a *app) await(signals <-chan os.Signal, serveErr <-chan error) (code int, 
 }
 
 // shutdown waits, within --shutdown-timeout, for every admitted and queued
-// request to finish, then closes the proxy's listener and waits for the
-// last responses to be written.
+// request to finish and every relayed answer to reach its client, then
+// closes the proxy's listener and waits for the last responses to be
+// written.
 func (a *app) shutdown(signals <-chan os.Signal) (code int, now bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
 	tick := time.NewTicker(idlePoll)
 	defer tick.Stop()
-	for s := a.lims.Stats(); s.Holding+s.Waiting+a.proxy.Resuming() > 0; s = a.lims.Stats() {
+	for s := a.lims.Stats(); s.Holding+s.Waiting+a.proxy.Resuming()+a.relayed() > 0; s = a.lims.Stats() {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
 			a.log.Error("shutdown timeout: cutting requests still running",
-				zap.Int("holding", s.Holding), zap.Int("waiting", s.Waiting))
+				zap.Int("holding", s.Holding), zap.Int("waiting", s.Waiting), zap.Int("relayed", a.relayed()))
 			return exitFailed, false
 		case sig := <-signals:
 			a.log.Warn("second signal: exiting now", zap.String("signal", sig.String()))
@@ -187,4 +188,16 @@ func (a *app) frontEnd() earlyAnswerer {
 		return nil
 	}
 	return a.proxy
+}
+
+// relayed is the number of answers the stream relay still carries. An
+// answer's slot goes back as the relay reads the engine's end
+// (gate.EngineFinished), before the client has taken it: a slow client's
+// last bytes may still be on their way, and the relay's stop would cut
+// them.
+func (a *app) relayed() int {
+	if a.relay == nil {
+		return 0
+	}
+	return a.relay.Open()
 }

@@ -2,7 +2,11 @@ package e2e_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -40,5 +44,56 @@ func TestClosedLoopAtCapacity(t *testing.T) {
 				t.Errorf("%v requests refused as over capacity, want none", r)
 			}
 		})
+	}
+}
+
+// sessionGateYAML allows one request in flight per session, and a
+// session's next request a millisecond's wait at most before it is
+// refused as "session busy".
+const sessionGateYAML = `request_classifier:
+  type: session-gate
+  parameters:
+    max_active_per_session: 1
+    max_wait_ms: 1
+session_header: x-session-id
+`
+
+// TestSessionBackToBack: under a session gate of one request a session,
+// a session's client that sends its next streamed request the moment it
+// has read the last one to the end, on a kept connection or a new one
+// each time, is served every time: the relayed request's completion
+// reaches the policy (gate.EngineFinished delivers it, before the client
+// has the answer's end: TestEngineFinishedHandsTheSlotOn and
+// TestOnEndComesBeforeTheClientHasTheEnd), or the session would stay busy
+// and the next request be refused after the policy's millisecond.
+func TestSessionBackToBack(t *testing.T) {
+	t.Parallel()
+	const each = 40
+	path := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(path, []byte(sessionGateYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eng := startEnginesim(t, "--speedup-ratio", "10")
+	sg := start(t, eng, nil, "--engine-request-limit", "4", "--request-queue-limit", "4", "--admission-config", path)
+	for _, kept := range []bool{true, false} {
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: !kept}}
+		defer client.CloseIdleConnections()
+		for i := range each {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, sg.proxy+"/v1/completions", strings.NewReader(streamBody(3)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Session-Id", "agent-1")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("kept=%v, request %d: %v", kept, i, err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if why := complete(result{status: resp.StatusCode, body: string(b), err: err}); why != "" {
+				t.Fatalf("kept=%v, request %d of %d back to back in one session: %s", kept, i, each, why)
+			}
+		}
 	}
 }

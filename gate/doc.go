@@ -47,9 +47,11 @@
 //     none); Finish releases whatever is left exactly once: at once, or
 //     after a 5 ms abort grace when the client left while the engine
 //     served it. An adapter that writes the answer's end after the
-//     engine's may release it sooner, as the engine ends it
-//     (EngineFinished), so that the client never sees its answer's end
-//     before its slot is free.
+//     engine's may end the engine's side sooner, as the engine ends it
+//     (EngineFinished: the flight, the slot, and the lifecycle, whose
+//     classifier hears Completed), so that the client never sees its
+//     answer's end before its slot, and its session's place under a
+//     policy, are free; Finish then only reports.
 //   - With limiters per rank (RankLimiters), a pinned request takes its
 //     rank's places and an unpinned one the rank with the most room; a
 //     pinned rank the engine does not have is a bad request.

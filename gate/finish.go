@@ -39,24 +39,30 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 	g.report(ex)
 }
 
-// EngineFinished hands on the slot of an exchange whose answer the engine
-// has ended (EngineDone), ahead of Finish, and ends its flight: for an
-// adapter that writes the answer's end itself after the engine's (the
-// stream relay), so that a client that has read its answer finds its
-// slot free, as on a path whose Finish comes before the answer's last
-// bytes go out. Finish then ends the rest: the lifecycle and the report.
-// It runs on the goroutine that calls Finish.
+// EngineFinished ends, ahead of Finish, what the engine's side of an
+// exchange whose answer the engine has ended (EngineDone) holds: its
+// flight, its slot, and its lifecycle (the classifier hears Completed).
+// It is for an adapter that writes the answer's end itself after the
+// engine's (the stream relay), so that a client that has read its answer
+// finds its slot free, and its session's place under a policy, as on a
+// path whose Finish comes before the answer's last bytes go out. Finish
+// then reports the request and releases nothing again. It runs on the
+// goroutine that calls Finish.
 func (g *Gate) EngineFinished(ex *Exchange) {
 	ex.engineDone = true
 	if ex.flight != nil {
 		ex.flight.End() // Finish's End does nothing then
 	}
-	if ex.permit == nil {
-		return
+	released := ex.permit != nil
+	if released {
+		g.release(ex.permit)
+		ex.permit = nil
 	}
-	g.release(ex.permit)
-	ex.permit = nil
-	g.changed()
+	g.endLifecycle(ex)
+	ex.adm = nil // Finish's endLifecycle does nothing then
+	if released {
+		g.changed()
+	}
 }
 
 // releaseSlot releases a slot: at once, or after the abort grace when its

@@ -14,6 +14,7 @@ import (
 	"github.com/slotgate/slotgate/admission"
 	"github.com/slotgate/slotgate/gate"
 	"github.com/slotgate/slotgate/limiter"
+	"github.com/slotgate/slotgate/load/inflight"
 )
 
 // observed records what the gate reports.
@@ -335,18 +336,39 @@ func TestEngineDoneSkipsTheGrace(t *testing.T) {
 }
 
 // TestEngineFinishedHandsTheSlotOn: EngineFinished frees the slot ahead
-// of Finish, which then releases nothing more, waits for no grace even
-// when the client left, and reports the request once.
+// of Finish, ends the flight, tells the classifier the request completed
+// and the load it changed; Finish then releases nothing more, waits for
+// no grace even when the client left, tells the classifier nothing again,
+// and reports once (TestEngineFinishedReleasesOnce: the pace's count).
 func TestEngineFinishedHandsTheSlotOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, lim, obs := newGate(t, limiter.Options{Slots: 1}, nil)
+		c := &classifier{}
+		changes := 0
+		flights := inflight.New(func() {})
+		g, lim, obs := newGate(t, limiter.Options{Slots: 1}, func(o *gate.Options) {
+			o.Policy = &gate.Policy{Classifier: c, Classes: []string{"interactive"}, DefaultClass: "interactive"}
+			o.Changed = func() { changes++ }
+			o.Flights = flights
+		})
 		var first, second gate.Exchange
 		if d := g.Admit(context.Background(), &first, gate.Request{}); !d.Admitted {
 			t.Fatal("the first not admitted")
 		}
+		first.BeginFlight()
+		first.Sent()
+		before := changes
 		g.EngineFinished(&first)
 		if got := lim.Stats().Holding; got != 0 {
 			t.Fatalf("holding %d after EngineFinished, want 0", got)
+		}
+		if got := flights.Len(); got != 0 {
+			t.Errorf("%d flights after EngineFinished, want its flight ended", got)
+		}
+		if changes != before+1 {
+			t.Errorf("Changed called %d times by EngineFinished, want once", changes-before)
+		}
+		if got := strings.Join(c.events, ","); got != "sent,completed" {
+			t.Errorf("classifier events %q after EngineFinished, want sent,completed", got)
 		}
 		if len(obs.reports()) != 0 {
 			t.Fatalf("reported %q before Finish", obs.reports())
@@ -359,6 +381,9 @@ func TestEngineFinishedHandsTheSlotOn(t *testing.T) {
 		synctest.Wait()
 		if got := lim.Stats().Holding; got != 1 {
 			t.Errorf("holding %d after the first's Finish, want the second's 1", got)
+		}
+		if got := strings.Join(c.events, ","); got != "sent,completed" {
+			t.Errorf("classifier events %q after Finish, want no more", got)
 		}
 		if got := obs.reports(); len(got) != 1 {
 			t.Errorf("reports %q after the first's Finish, want one", got)

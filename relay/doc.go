@@ -57,8 +57,10 @@
 //   - OnEnd, when set, is called at most once per stream, on the loop's
 //     goroutine, as the parser reads the body's last chunk and before any
 //     byte of that read is written to the client: a client never sees its
-//     answer's end before its owner heard of it; a cut stream never calls
-//     it, and Done follows it whatever the client's write does;
+//     answer's end before its owner heard of it; a stream cut before its
+//     end never calls it, and one may still be cut after it (the client's
+//     write fails, a socket cannot be watched, the relay stops), which
+//     Done tells;
 //   - Done is called exactly once per stream Add accepted, on the loop's
 //     goroutine, after both sockets left the epoll set; it is given the
 //     sockets back, open (a moved one the relay closed aside), and

@@ -31,8 +31,9 @@ type Stream struct {
 	// it: the engine is done with the request by then, so an owner that
 	// frees what the engine held (a slot) has it free by the time its
 	// client sees the answer's end, and can send its next request. Done
-	// still follows, whatever the client's write does. A panic in it
-	// ends the stream, cut.
+	// still follows, and may tell a stream cut after it (the client's
+	// write failed, the relay stopped). A panic in it ends the stream,
+	// cut.
 	OnEnd func()
 	// Done is called once, when the stream ends (see Result), on the
 	// loop's goroutine; the sockets are then the caller's again, open.
