@@ -305,19 +305,13 @@ func (l *loop) watch(fd int, st *stream, events uint32) error {
 // epoll_wait made through the syscall package would be neither: every
 // wake would pay the scheduler's hand-off of the thread's processor and
 // its return (BENCHMARKS.md, "loops that block in epoll_wait").
+//
+// The context's end is seen at the next wake: Relay.Run wakes the loop
+// once it has ended (wake), from its own goroutine, which then waits for
+// the loop. No goroutine of the loop's own waits for the end: one that
+// woke the loop and signalled it had would still be on its way out as run
+// returned.
 func (l *loop) run(ctx context.Context) {
-	// The context's end wakes the loop, on a goroutine of its own, which
-	// the loop waits for: once run returns, nothing of it runs.
-	woken := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(woken)
-		l.wake()
-	})
-	defer func() {
-		if !stop() {
-			<-woken
-		}
-	}()
 	events := make([]syscall.EpollEvent, 256)
 	var ended []ending
 	for ctx.Err() == nil {

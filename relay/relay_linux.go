@@ -76,6 +76,10 @@ func (r *Relay) Run(ctx context.Context) {
 		l.hold = hold
 		wg.Go(func() { l.run(ctx) })
 	}
+	<-ctx.Done()
+	for _, l := range r.loops {
+		l.wake() // a loop that stopped already ignores it (closed)
+	}
 	wg.Wait()
 }
 
