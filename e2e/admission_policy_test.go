@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,18 +100,5 @@ func TestBadAdmissionConfigStopsStartUp(t *testing.T) {
 }
 
 func postWithPriority(ctx context.Context, proxy, id, priority string) result {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, proxy+"/v1/completions",
-		strings.NewReader(`{"model":"m","prompt":"hello"}`))
-	if err != nil {
-		return result{err: err}
-	}
-	req.Header.Set("X-Request-Id", id)
-	req.Header.Set("X-Priority", priority)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return result{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return result{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+	return postHeaders(ctx, http.DefaultClient, proxy, id, `{"model":"m","prompt":"hello"}`, http.Header{"X-Priority": {priority}})
 }

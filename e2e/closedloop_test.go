@@ -2,11 +2,9 @@ package e2e_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -79,19 +77,9 @@ func TestSessionBackToBack(t *testing.T) {
 		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: !kept}}
 		defer client.CloseIdleConnections()
 		for i := range each {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, sg.proxy+"/v1/completions", strings.NewReader(streamBody(3)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Session-Id", "agent-1")
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatalf("kept=%v, request %d: %v", kept, i, err)
-			}
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if why := complete(result{status: resp.StatusCode, body: string(b), err: err}); why != "" {
+			r := postHeaders(t.Context(), client, sg.proxy, fmt.Sprintf("kept=%v-%d", kept, i), streamBody(3),
+				http.Header{"X-Session-Id": {"agent-1"}})
+			if why := complete(r); why != "" {
 				t.Fatalf("kept=%v, request %d of %d back to back in one session: %s", kept, i, each, why)
 			}
 		}

@@ -240,12 +240,20 @@ type result struct {
 
 // post sends a completion request with id as X-Request-Id.
 func post(ctx context.Context, client *http.Client, url, id, body string) result {
+	return postHeaders(ctx, client, url, id, body, nil)
+}
+
+// postHeaders is post with more headers: a session's, a priority's.
+func postHeaders(ctx context.Context, client *http.Client, url, id, body string, more http.Header) result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", strings.NewReader(body))
 	if err != nil {
 		return result{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Request-Id", id)
+	for k, vv := range more {
+		req.Header[k] = vv
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return result{err: err}
