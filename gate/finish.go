@@ -24,17 +24,10 @@ const DefaultAbortGrace = 5 * time.Millisecond
 // Nothing of the exchange may be used by the gate afterwards; the adapter
 // may still read its fields.
 func (g *Gate) Finish(ex *Exchange, clientGone bool) {
-	if ex.flight != nil {
-		ex.flight.End()
-	}
-	if ex.permit != nil {
-		g.releaseSlot(ex.permit, clientGone && !ex.engineDone)
-		ex.permit = nil
-	}
+	g.endEngineSide(ex, clientGone)
 	if ex.Outcome == Passthrough {
 		return
 	}
-	g.endLifecycle(ex)
 	g.changed() // the slot or queue place is free by now
 	g.report(ex)
 }
@@ -50,19 +43,29 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 // goroutine that calls Finish.
 func (g *Gate) EngineFinished(ex *Exchange) {
 	ex.engineDone = true
-	if ex.flight != nil {
-		ex.flight.End() // Finish's End does nothing then
-	}
-	released := ex.permit != nil
-	if released {
-		g.release(ex.permit)
-		ex.permit = nil
-	}
-	g.endLifecycle(ex)
-	ex.adm = nil // Finish's endLifecycle does nothing then
-	if released {
+	if g.endEngineSide(ex, false) {
 		g.changed()
 	}
+}
+
+// endEngineSide ends what ex holds while the engine serves it, each part
+// once (a second call finds none left): its flight, its slot (after the
+// abort grace when clientGone says its client left while the engine had
+// not finished it, see EngineDone), and its lifecycle, whose classifier
+// hears Completed or Aborted (a passthrough exchange was never
+// classified). It reports whether it released a slot.
+func (g *Gate) endEngineSide(ex *Exchange, clientGone bool) (released bool) {
+	if ex.flight != nil {
+		ex.flight.End() // a second End does nothing
+	}
+	if ex.permit != nil {
+		g.releaseSlot(ex.permit, clientGone && !ex.engineDone)
+		ex.permit = nil
+		released = true
+	}
+	g.endLifecycle(ex)
+	ex.adm = nil
+	return released
 }
 
 // releaseSlot releases a slot: at once, or after the abort grace when its
