@@ -91,11 +91,11 @@ func TestServeOnEndsWhenAServerFails(t *testing.T) {
 }
 
 // testApp wires slotgate in front of engineURL on loopback ports, logging
-// to out.
-func testApp(t *testing.T, engineURL string, out *lockedBuffer) *app {
+// to out, with more flags after the defaults.
+func testApp(t *testing.T, engineURL string, out *lockedBuffer, more ...string) *app {
 	t.Helper()
-	cfg, err := config.Load([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--admin-grpc-listen", "127.0.0.1:0", "--engine-url", engineURL, "--engine-metrics-dialect", "none"}, nil)
+	cfg, err := config.Load(append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--admin-grpc-listen", "127.0.0.1:0", "--engine-url", engineURL, "--engine-metrics-dialect", "none"}, more...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
