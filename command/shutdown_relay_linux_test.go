@@ -27,17 +27,18 @@ func TestShutdownWaitsForRelayedStreams(t *testing.T) {
 	tests := []struct {
 		name     string
 		reads    bool
+		timeout  string // --shutdown-timeout: ample for a reader, short for the cut
 		wantCode int
 	}{
-		{name: "the client reads during the drain", reads: true, wantCode: exitOK},
-		{name: "the client never reads", reads: false, wantCode: exitFailed},
+		{name: "the client reads during the drain", reads: true, timeout: "30s", wantCode: exitOK},
+		{name: "the client never reads", reads: false, timeout: "2s", wantCode: exitFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eng := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			defer eng.Close()
 			var out lockedBuffer
-			a := testApp(t, eng.URL, &out, "--stream-relay", "epoll", "--drain-delay", "0s", "--shutdown-timeout", "2s")
+			a := testApp(t, eng.URL, &out, "--stream-relay", "epoll", "--drain-delay", "0s", "--shutdown-timeout", tt.timeout)
 			ls, err := a.listen()
 			if err != nil {
 				t.Fatal(err)
@@ -60,8 +61,8 @@ func TestShutdownWaitsForRelayedStreams(t *testing.T) {
 				if code != tt.wantCode {
 					t.Errorf("exit status %d, want %d", code, tt.wantCode)
 				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("serveOn did not return within 30s of SIGTERM")
+			case <-time.After(60 * time.Second):
+				t.Fatal("serveOn did not return within 60s of SIGTERM")
 			}
 			if res := <-ended; res.Ended != tt.reads {
 				t.Errorf("stream ended %+v", res)
