@@ -130,6 +130,7 @@ func (p *Proxy) relayEarly(ex *exchange, resp *http.Response, h *earlyHead, c Ea
 		return Early{Answered: true, Gone: true}
 	}
 	rs := newRelayed(ex, d, conn, nil, keep)
+	rs.pooled = true // serveEarly took ex from p.exchanges
 	if lead > 0 {
 		relay.LeadData(pending[:lead], rs.data) // counted as the relay counts
 		rs.stream.Pending, rs.led = pending[lead:], time.Now()

@@ -11,9 +11,10 @@ import "sync"
 // An exchange comes back only from the places where nothing can hold it
 // any more: its slot released (gate.Finish), its access-log line written
 // (the line copies its values), its engine exchange closed (the Cut
-// unwatched), its answer written. One handed on to net/http, lent to the
-// relay or parked is never given back: its owner ends it later, and the
-// collector frees it.
+// unwatched), its answer written. A stream's lent to the relay comes
+// back at the stream's end, when all of that holds (relayed.giveBack).
+// One handed on to net/http or parked is never given back: its owner
+// ends it later, and the collector frees it.
 type exchanges struct{ pool sync.Pool }
 
 // take returns a zeroed exchange of p's.

@@ -33,3 +33,26 @@ func TestExchangesComeBackZeroed(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayedStreamGivesBack: a relayed stream's end gives its token
+// counter back, and its exchange too when the front end took it from its
+// pool (zeroed, and the stream holding it no more); an exchange of
+// net/http's handler, which may still hold it, stays as it is.
+func TestRelayedStreamGivesBack(t *testing.T) {
+	for _, pooled := range []bool{true, false} {
+		p := &Proxy{}
+		ex := p.exchanges.take(p)
+		ex.ID = "r-1"
+		rs := &relayed{ex: ex, pooled: pooled, count: newTokenCount(ex)}
+		rs.giveBack(p)
+		if rs.count.counter != nil || rs.count.ex != nil {
+			t.Errorf("pooled %t: the token counter is still the stream's", pooled)
+		}
+		if given := ex.ID == "" && ex.p == nil; given != pooled {
+			t.Errorf("pooled %t: exchange given back (zeroed) %t", pooled, given)
+		}
+		if (rs.ex == nil) != pooled {
+			t.Errorf("pooled %t: the stream still holds its exchange: %t", pooled, rs.ex != nil)
+		}
+	}
+}

@@ -202,6 +202,9 @@ type relayed struct {
 	// lent starts a stream the front end served (earlystream.go), once
 	// net/http let go of its connection.
 	lent Lent
+	// pooled: ex is the front end's, from its pool, and goes back there
+	// at done; net/http's handler may still hold one it hijacked for.
+	pooled bool
 }
 
 func (rs *relayed) data(p []byte) {
@@ -253,15 +256,33 @@ func (rs *relayed) done(res relay.Result) {
 		ex.Fail(gate.EngineError)
 		ex.p.log.Warn("engine answer cut", zap.String("request_id", ex.ID), zap.Error(res.Err))
 	}
-	ex.p.end(ex, res.ClientGone, time.Now())
+	p := ex.p
+	p.end(ex, res.ClientGone, time.Now())
+	rs.giveBack(p)
 	if res.Ended && rs.keep {
 		answeredOutside(rs.conn)
 		if !res.Parked { // parked: the relay resumes it (Stream.Park)
-			ex.p.relay.Resume(rs.resumable())
+			p.relay.Resume(rs.resumable())
 		}
 		return
 	}
 	_ = rs.conn.Close()
+}
+
+// giveBack returns what the ended stream took from p's pools, for the
+// next stream rather than a burst's garbage: its token counter, which
+// nothing reads once counted to the end, and a front-end exchange, which
+// meets every condition of exchangepool.go by now (its slot released,
+// its access-log line written, its engine exchange and answer done).
+func (rs *relayed) giveBack(p *Proxy) {
+	if rs.count.counter != nil {
+		p.counters.streams.Put(rs.count.counter)
+		rs.count = tokenCount{}
+	}
+	if rs.pooled {
+		p.exchanges.give(rs.ex)
+		rs.ex = nil
+	}
 }
 
 // resumable is the client's connection with what net/http had already
