@@ -16,6 +16,7 @@ func TestRender(t *testing.T) {
 			"option abortonclose",
 			"option http-no-delay",
 			"if { queue(be) ge 16 }",
+			`string '{"error":{"message":"Server overloaded: worker at capacity","type":"Overloaded","code":529}}' hdr Retry-After 1`,
 			"server s1 127.0.0.1:9000 maxconn 8 maxqueue 16",
 			"timeout queue 30s",
 			"stats socket /tmp/r/haproxy.sock mode 600 level admin",
@@ -24,7 +25,8 @@ func TestRender(t *testing.T) {
 			"pid /tmp/r/nginx.pid;",
 			"server 127.0.0.1:9000 max_conns=8;",
 			"listen 127.0.0.1:18080 backlog=4096;",
-			"return 529",
+			`return 529 '{"error":{"message":"Server overloaded: worker at capacity","type":"Overloaded","code":529}}'`,
+			"add_header Retry-After 1 always;",
 			"worker_processes 2;",
 		}},
 	} {
