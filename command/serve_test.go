@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -92,7 +93,7 @@ func TestServeOnEndsWhenAServerFails(t *testing.T) {
 
 // testApp wires slotgate in front of engineURL on loopback ports, logging
 // to out, with more flags after the defaults.
-func testApp(t *testing.T, engineURL string, out *lockedBuffer, more ...string) *app {
+func testApp(t *testing.T, engineURL string, out io.Writer, more ...string) *app {
 	t.Helper()
 	cfg, err := config.Load(append([]string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
 		"--admin-grpc-listen", "127.0.0.1:0", "--engine-url", engineURL, "--engine-metrics-dialect", "none"}, more...), nil)

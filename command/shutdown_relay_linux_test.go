@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slotgate/slotgate/internal/loopback"
+	"github.com/slotgate/slotgate/internal/testlog"
 	"github.com/slotgate/slotgate/relay"
 )
 
@@ -37,8 +38,8 @@ func TestShutdownWaitsForRelayedStreams(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			eng := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 			defer eng.Close()
-			var out lockedBuffer
-			a := testApp(t, eng.URL, &out, "--stream-relay", "epoll", "--drain-delay", "0s", "--shutdown-timeout", tt.timeout)
+			out := testlog.New()
+			a := testApp(t, eng.URL, out, "--stream-relay", "epoll", "--drain-delay", "0s", "--shutdown-timeout", tt.timeout)
 			ls, err := a.listen()
 			if err != nil {
 				t.Fatal(err)
@@ -50,7 +51,7 @@ func TestShutdownWaitsForRelayedStreams(t *testing.T) {
 			body, reader, ended := relayWithoutSlot(t, a.relay)
 			signals <- syscall.SIGTERM
 			if tt.reads {
-				waitForLog(t, &out, "new requests are now refused")
+				out.WaitFor(t, "new requests are now refused", 30*time.Second)
 				got, err := io.ReadAll(reader)
 				if err != nil || !bytes.Equal(got, body) {
 					t.Errorf("the client read %d bytes of %d (%v) through the drain", len(got), len(body), err)
@@ -107,15 +108,4 @@ func relayWithoutSlot(t *testing.T, r *relay.Relay) (body []byte, reader net.Con
 		t.Fatal(err)
 	}
 	return body, clientFar, done
-}
-
-// waitForLog waits, 30 s at most, for out to hold msg.
-func waitForLog(t *testing.T, out *lockedBuffer, msg string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), msg); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the log within 30s:\n%s", msg, out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
