@@ -9,8 +9,9 @@
 // from one socket to the other. Each loop owns an epoll instance, with
 // each stream's two sockets registered once, edge-triggered; per event of
 // an engine socket it makes one read (a short read drained it) and one
-// write: no read that finds nothing, no change to the epoll set while a
-// stream lives, no goroutine woken per event. A stream whose connections
+// write, the writes of a batch of events made together after its reads
+// (batch_linux.go): no read that finds nothing, no change to the epoll
+// set while a stream lives, no goroutine woken per event. A stream whose connections
 // lend their sockets (Mover) is carried on sockets out of Go's
 // netpoller, so that their events wake nothing but the loop; they go back
 // to their connections before Done. Those reads and writes are made raw:

@@ -25,8 +25,11 @@ type stream struct {
 	sent        int64
 	first       time.Time
 	extra       bool // the engine sent bytes past the body's end
-	moved       bool // efd and cfd are the relay's, out of Go's netpoller
-	l           *loop
+	// pending is set while a read of the engine waits in the loop's batch
+	// to be written (batch_linux.go): the engine is not read again meanwhile.
+	pending bool
+	moved   bool // efd and cfd are the relay's, out of Go's netpoller
+	l       *loop
 }
 
 // loop is one epoll instance and the goroutine that waits on it.
@@ -64,6 +67,7 @@ type loop struct {
 	parkedN   *atomic.Int64 // the relay's count of parked clients (Parked)
 	gen       int32
 	buf       []byte // the loop's read buffer: one read at a time
+	batch     batch  // the reads of a batch of events, written at its end
 	out       []byte // a waiting client's answer (wait_linux.go), reused
 	// hold lets the loop wait holding its processor while busy with
 	// streams or kept clients (heldWait); set by Run before the loop
@@ -119,7 +123,7 @@ func newLoop(added *atomic.Uint64) (*loop, error) {
 		return nil, fmt.Errorf("relay: epoll fd: %w", err)
 	}
 	l := &loop{epfd: epfd, gatefd: gatefd, ep: os.NewFile(uintptr(gatefd), "relay-epoll-gate"), poll: newPoller(epfd), added: added,
-		busyEvents: defaultBusyEvents, napfd: -1, napMillis: napMillis, streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize)}
+		busyEvents: defaultBusyEvents, napfd: -1, napMillis: napMillis, streams: make(map[int]*stream), watched: make(map[int]*Watched), parked: make(map[int]*parkedConn), buf: make([]byte, readSize), batch: batch{bytes: make([]byte, 0, batchSize)}}
 	var p [2]int
 	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
 		_ = l.ep.Close()
@@ -327,6 +331,7 @@ func (l *loop) run(ctx context.Context) {
 			}
 			ended = l.handle(ev, ended)
 		}
+		ended = l.writeBatch(ended)
 		ended = callDone(ended)
 		l.closeIdle()
 	}

@@ -72,7 +72,7 @@ var (
 // shorter than the buffer drained the socket: whatever comes after it is
 // a new edge, so no read is spent to find the socket empty.
 func (l *loop) readEngine(st *stream, ended []ending) []ending {
-	for st.engineReady && len(st.out) == 0 {
+	for st.engineReady && len(st.out) == 0 && !st.pending {
 		n, err := rawio.Read(st.efd, l.buf)
 		switch {
 		case errors.Is(err, syscall.EAGAIN):
@@ -91,6 +91,9 @@ func (l *loop) readEngine(st *stream, ended []ending) []ending {
 			return l.end(st, Result{Err: err}, ended)
 		}
 		st.extra = st.extra || k < n
+		if l.deferWrite(st, l.buf[:k]) {
+			return ended // written with the batch's others (batch_linux.go)
+		}
 		before := len(ended)
 		if ended = l.write(st, l.buf[:k], ended); len(ended) > before {
 			return ended
@@ -178,6 +181,6 @@ func (l *loop) end(st *stream, res Result, ended []ending) []ending {
 	l.open.Add(-1)
 	res.Sent, res.FirstWrite = st.sent, st.first
 	res.EngineReusable = res.Ended && !st.extra
-	st.out = nil
+	st.out, st.pending = nil, false
 	return append(ended, ending{st, res})
 }
