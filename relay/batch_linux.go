@@ -9,20 +9,25 @@ package relay
 // were spread over the whole batch, a few microseconds apart: time
 // enough for a client's poller to wake for one, take it, and sleep again
 // before the next, over and over. Behind slotgate the bench's client
-// slept and woke a third to two thirds more often than behind HAProxy,
+// slept and woke a fifth to three fifths more often than behind HAProxy,
 // whose event loop also runs its streams' sends after its reads, and
 // every such wake-up is paid in the writer's sendto and takes a core
 // from the loop (BENCHMARKS.md, "A batch's writes together").
+//
+// A stream's first bytes (those that came with its head) and a read too
+// big for the batch's room left are written at once, as before.
 //
 // Order and back-pressure stay as they were: a stream's read waits in
 // the batch (pending) until it is written, and its engine is not read
 // again meanwhile, so a stream still holds at most one read's worth of
 // bytes its client has not taken. The parser and OnEnd see each read as
-// it comes, before any of it is written. A read too big for the batch's
-// room left is written at once, as before.
+// it comes, before any of it is written. An engine that resets the
+// connection while a stream's read waits cuts the stream at once, as
+// one does while its client has bytes still to take.
 
 // batchSize is the room for a batch's reads: events are a few hundred
-// bytes, and a batch at most 256 of them.
+// bytes, and a batch at most 256 of them (and the streams handed over
+// since the last, each read as it starts).
 const batchSize = 128 << 10
 
 // batch holds the reads of one batch of events until they are written.
@@ -30,7 +35,8 @@ type batch struct {
 	bytes  []byte
 	writes []batchWrite
 	// writing is set while writeBatch writes: a stream read again then
-	// (its read had filled the buffer) is written at once.
+	// (its read filled the buffer, or its engine's event came while the
+	// read waited) is written at once.
 	writing bool
 }
 
@@ -74,8 +80,9 @@ func (l *loop) writeBatch(ended []ending) []ending {
 }
 
 // writeDeferred writes p, st's read kept in the batch; once the client
-// took it all, the engine is read again if it has more (a read that
-// filled the buffer), written at once.
+// took it all, the engine is read again if it may have more (the read
+// filled the buffer, or an engine event came while it waited, which
+// event() left to this read: an edge is not lost), written at once.
 func (l *loop) writeDeferred(st *stream, p []byte, ended []ending) (out []ending) {
 	st.pending = false
 	defer l.cutOnPanic(st, ended, &out)

@@ -177,6 +177,9 @@ func TestBatchSkipsAStreamItEnded(t *testing.T) {
 	if len(gone.done) != 1 || gone.done[0].Sent != 0 {
 		t.Errorf("the ended stream's Done: %+v, want one call with nothing sent", gone.done)
 	}
+	if gone.st.sent != 0 {
+		t.Errorf("the batch wrote %d bytes of a stream it had ended", gone.st.sent)
+	}
 	readExactly(t, kept.client, chunk("data: x\n\n"))
 }
 
@@ -199,4 +202,63 @@ func TestBatchWritesAReadTooBigAtOnce(t *testing.T) {
 		t.Fatal("a read bigger than the batch's room waits in it")
 	}
 	readExactly(t, b.client, want)
+}
+
+// TestBatchReadsOnAfterItsWrite: while a stream's read waits in the batch,
+// neither its client's room nor its engine's next event reads the engine
+// again; the batch's write does, and the client gets both reads in order.
+func TestBatchReadsOnAfterItsWrite(t *testing.T) {
+	l := newBatchLoop(t)
+	b := addBatchStream(t, l)
+	first, second := chunk("data: 1\n\n"), chunk("data: 2\n\n")
+	if _, err := b.engine.Write([]byte(first)); err != nil {
+		t.Fatal(err)
+	}
+	ended := handleReady(t, l, b)
+	if _, err := b.engine.Write([]byte(second)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wait)
+	for !b.st.engineReady && time.Now().Before(deadline) {
+		ended = handleReady(t, l, b) // the engine's event for the second write
+	}
+	if !b.st.engineReady || len(l.batch.writes) != 1 {
+		t.Fatalf("the engine's event read the engine again while its read waited: %d in the batch", len(l.batch.writes))
+	}
+	if ended = l.flush(b.st, ended); len(ended) != 0 || len(l.batch.writes) != 1 {
+		t.Fatalf("the client's room read the engine again while its read waited: %d in the batch", len(l.batch.writes))
+	}
+	ended = l.writeBatch(ended)
+	if len(ended) != 0 {
+		t.Fatalf("the batch ended the stream: %+v", ended[0].res)
+	}
+	readExactly(t, b.client, first+second)
+}
+
+// TestBatchCutByAnEngineReset: an engine that resets its connection while
+// the stream's read waits in the batch cuts the stream at its event, as
+// while a slow client has bytes still to take.
+func TestBatchCutByAnEngineReset(t *testing.T) {
+	l := newBatchLoop(t)
+	b := addBatchStream(t, l)
+	if _, err := b.engine.Write([]byte(chunk("data: 1\n\n"))); err != nil {
+		t.Fatal(err)
+	}
+	ended := handleReady(t, l, b)
+	_ = b.engine.(*net.TCPConn).SetLinger(0)
+	_ = b.engine.Close() // a reset
+	deadline := time.Now().Add(wait)
+	for len(ended) == 0 && time.Now().Before(deadline) {
+		ended = handleReady(t, l, b)
+	}
+	if len(ended) != 1 || !errors.Is(ended[0].res.Err, errEngineEOF) {
+		t.Fatalf("ended %+v, want the stream cut by the engine", ended)
+	}
+	if b.st.pending {
+		t.Error("a cut stream still pending in the batch")
+	}
+	callDone(l.writeBatch(ended))
+	if len(b.done) != 1 || b.done[0].Ended {
+		t.Errorf("Done: %+v, want one call, cut", b.done)
+	}
 }

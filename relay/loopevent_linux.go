@@ -49,9 +49,10 @@ func (l *loop) event(st *stream, fd int, ev syscall.EpollEvent, ended []ending) 
 		// its own if it came with them: read on until a read says so.
 		st.engineEnded = true
 	}
-	if len(st.out) > 0 {
-		// Read once the client took what was read before; but an engine
-		// that reset the connection (or whose socket failed) before the
+	if len(st.out) > 0 || st.pending {
+		// Read once the client took what was read before (or the batch
+		// wrote its read: writeDeferred reads on); but an engine that
+		// reset the connection (or whose socket failed) before the
 		// answer's end has cut it: no need to wait for a slow client to
 		// say so, and the slot goes back now.
 		if ev.Events&(syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && !st.parser.done() {
