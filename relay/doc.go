@@ -12,8 +12,8 @@
 // write, the writes of a batch of events made together after its reads
 // (batch_linux.go; a stream's first bytes, and a read too big for the
 // batch, at once): no read that finds nothing, no change to the epoll
-// set while a stream lives, no goroutine woken per event. A stream whose connections
-// lend their sockets (Mover) is carried on sockets out of Go's
+// set while a stream lives, no goroutine woken per event. A stream whose
+// connections lend their sockets (Mover) is carried on sockets out of Go's
 // netpoller, so that their events wake nothing but the loop; they go back
 // to their connections before Done. Those reads and writes are made raw:
 // on non-blocking descriptors they never block, so the loop keeps its
