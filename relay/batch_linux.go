@@ -86,9 +86,5 @@ func (l *loop) writeBatch(ended []ending) []ending {
 func (l *loop) writeDeferred(st *stream, p []byte, ended []ending) (out []ending) {
 	st.pending = false
 	defer l.cutOnPanic(st, ended, &out)
-	before := len(ended)
-	if ended = l.write(st, p, ended); len(ended) > before || len(st.out) > 0 {
-		return ended
-	}
-	return l.readEngine(st, ended)
+	return l.writeThenRead(st, p, ended)
 }

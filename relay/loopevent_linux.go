@@ -146,13 +146,19 @@ func (l *loop) flush(st *stream, ended []ending) []ending {
 	if len(st.out) > 0 {
 		out := st.out
 		st.out = st.out[:0]
-		before := len(ended)
-		ended = l.write(st, out, ended)
-		if len(ended) > before || len(st.out) > 0 {
-			return ended // ended, or the client still has more to take
-		}
-		st.out = nil // a stream between reads holds no buffer
+		return l.writeThenRead(st, out, ended)
 	}
+	return l.readEngine(st, ended)
+}
+
+// writeThenRead gives p to the client and, once it took all of it, reads
+// the engine again if it was ready meanwhile.
+func (l *loop) writeThenRead(st *stream, p []byte, ended []ending) []ending {
+	before := len(ended)
+	if ended = l.write(st, p, ended); len(ended) > before || len(st.out) > 0 {
+		return ended // ended, or the client still has more to take
+	}
+	st.out = nil // a stream between reads holds no buffer
 	return l.readEngine(st, ended)
 }
 
