@@ -49,6 +49,9 @@ type Exchange struct {
 	// engineDone: the engine's answer reached its end, so the engine is
 	// done with the request and the abort grace is not needed.
 	engineDone bool
+	// engineFinished: EngineFinished ended the engine's side and told
+	// Changed, so Finish has no change of its own to tell.
+	engineFinished bool
 }
 
 // Fail records how a request that was admitted failed on its way to or

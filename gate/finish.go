@@ -28,7 +28,9 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 	if ex.Outcome == Passthrough {
 		return
 	}
-	g.changed() // the slot or queue place is free by now
+	if !ex.engineFinished {
+		g.changed() // the slot or queue place is free by now
+	}
 	g.report(ex)
 }
 
@@ -39,10 +41,10 @@ func (g *Gate) Finish(ex *Exchange, clientGone bool) {
 // engine's (the stream relay), so that a client that has read its answer
 // finds its slot free, and its session's place under a policy, as on a
 // path whose Finish comes before the answer's last bytes go out. Finish
-// then reports the request and releases nothing again. It runs on the
-// goroutine that calls Finish.
+// then reports the request, and neither releases nor tells Changed again.
+// It runs on the goroutine that calls Finish.
 func (g *Gate) EngineFinished(ex *Exchange) {
-	ex.engineDone = true
+	ex.engineDone, ex.engineFinished = true, true
 	if g.endEngineSide(ex, false) {
 		g.changed()
 	}

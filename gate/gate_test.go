@@ -339,7 +339,8 @@ func TestEngineDoneSkipsTheGrace(t *testing.T) {
 // of Finish, ends the flight, tells the classifier the request completed
 // and the load it changed; Finish then releases nothing more, waits for
 // no grace even when the client left, tells the classifier nothing again,
-// and reports once (TestEngineFinishedReleasesOnce: the pace's count).
+// tells Changed nothing again, and reports once
+// (TestEngineFinishedReleasesOnce: the pace's count).
 func TestEngineFinishedHandsTheSlotOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &classifier{}
@@ -387,6 +388,9 @@ func TestEngineFinishedHandsTheSlotOn(t *testing.T) {
 		}
 		if got := obs.reports(); len(got) != 1 {
 			t.Errorf("reports %q after the first's Finish, want one", got)
+		}
+		if changes != before+1 {
+			t.Errorf("Changed called %d times by EngineFinished and Finish, want once", changes-before)
 		}
 		g.Finish(&second, false)
 		if got := lim.Stats().Holding; got != 0 {
