@@ -1,7 +1,5 @@
 package relay
 
-import "syscall"
-
 // A loop reads every stream its batch of events made ready before it
 // writes to any client: each read's bytes wait in the batch, and the
 // writes go out together once the batch's events are handled, before
@@ -18,18 +16,6 @@ import "syscall"
 //
 // A stream's first bytes (those that came with its head) and a read too
 // big for the batch's room left are written at once, as before.
-//
-// A batch that wrote then yields the loop's core (sched_yield). A socket
-// wakes its reader with a sync wake-up, the hint that the waker is about
-// to sleep, on which the scheduler may put the reader on the waker's
-// core; a busy loop does not sleep but takes its next batch at once, and
-// a reader put there waited behind it: behind slotgate the bench's
-// threads waited 0.49 ms a wake-up on average, behind HAProxy 0.35 (perf
-// sched). With the yield, against the build without it in the same
-// rounds, slotgate spent 0.967x the CPU per event at 1024 streams (lower
-// in 23 of 28 rounds) with TTFT p50 2.2 ms lower, 0.971x at 256 and
-// 0.943x at 4096 (BENCHMARKS.md, "The stream floors a day later"). With
-// nothing else to run on the core, the call returns at once.
 //
 // Order and back-pressure stay as they were: a stream's read waits in
 // the batch (pending) until it is written, and its engine is not read
@@ -52,8 +38,6 @@ type batch struct {
 	// (its read filled the buffer, or its engine's event came while the
 	// read waited) is written at once.
 	writing bool
-	// yields counts the batches that yielded the core, for the tests.
-	yields int
 }
 
 // batchWrite is one stream's read, bytes[off:end] of the batch.
@@ -80,7 +64,7 @@ func (l *loop) deferWrite(st *stream, p []byte) bool {
 
 // writeBatch writes the batch's reads, each to its stream's client, in
 // the order read; a stream the batch ended since (end clears pending) is
-// skipped. A batch that had reads to write then yields the core.
+// skipped.
 func (l *loop) writeBatch(ended []ending) []ending {
 	b := &l.batch
 	b.writing = true
@@ -90,12 +74,6 @@ func (l *loop) writeBatch(ended []ending) []ending {
 		}
 	}
 	b.writing = false
-	if len(b.writes) > 0 {
-		// A raw call: the thread yields its core, not the goroutine its
-		// processor, which keeps the loop.
-		syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-		b.yields++
-	}
 	clear(b.writes)
 	b.writes, b.bytes = b.writes[:0], b.bytes[:0]
 	return ended

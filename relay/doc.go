@@ -11,8 +11,7 @@
 // an engine socket it makes one read (a short read drained it) and one
 // write, the writes of a batch of events made together after its reads
 // (batch_linux.go; a stream's first bytes, and a read too big for the
-// batch, at once), and a batch that wrote yields its thread's core: no
-// read that finds nothing, no change to the epoll
+// batch, at once): no read that finds nothing, no change to the epoll
 // set while a stream lives, no goroutine woken per event. A stream whose
 // connections lend their sockets (Mover) is carried on sockets out of Go's
 // netpoller, so that their events wake nothing but the loop; they go back
