@@ -111,15 +111,20 @@ func parseHelp(text string) knownSettings {
 	return k
 }
 
-// freePort returns a free TCP port on 127.0.0.1.
-func freePort(t *testing.T) int {
+// freePorts returns n distinct free TCP ports on 127.0.0.1: each is held
+// until all are chosen, since a port closed may be given again at once.
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // startProcess starts a binary, killed at the end of the test; its output
@@ -234,7 +239,8 @@ func exposedNames(text string) map[string]bool {
 func exportedMetrics(t *testing.T) (slotgate, engine map[string]bool) {
 	t.Helper()
 	dir := slotgateBins(t)
-	pe, pp, pa, pg := freePort(t), freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 4)
+	pe, pp, pa, pg := ports[0], ports[1], ports[2], ports[3]
 	engineURL := fmt.Sprintf("http://127.0.0.1:%d", pe)
 	startProcess(t, filepath.Join(dir, "enginesim"), "--listen", fmt.Sprintf("127.0.0.1:%d", pe),
 		"--log-level", "warn", "--speedup-ratio", "100")

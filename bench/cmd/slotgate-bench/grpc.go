@@ -233,13 +233,9 @@ func (e *env) startEnginesim(ctx context.Context) (*instance, upstream, error) {
 	if e.enginesim == "" {
 		return nil, upstream{}, errors.New("no enginesim binary")
 	}
-	var ports [2]int
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return nil, upstream{}, err
-		}
-		ports[i] = p
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, upstream{}, err
 	}
 	up := upstream{http: "127.0.0.1:" + strconv.Itoa(ports[0]), grpc: "127.0.0.1:" + strconv.Itoa(ports[1])}
 	in, err := e.launch(ctx, "enginesim", up.grpc, grpcHealth, e.enginesim,

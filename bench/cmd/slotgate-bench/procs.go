@@ -93,12 +93,29 @@ func (p *procs) stopAll() {
 
 // freePort asks the kernel for a free port on 127.0.0.1.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1, for one
+// process that listens on several: each is held until all are chosen,
+// since a port closed is free for the next to be given again (a slotgate
+// once got the same port for --listen and --admin-listen, and refused to
+// start).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
 }
 
 // tail returns the last n bytes of the file at path, for error messages.

@@ -172,16 +172,12 @@ func (e *env) upSlotgateWith(ctx context.Context, name string, up upstream, n, q
 // upSlotgateFrom starts the slotgate binary bin, named name in the logs,
 // with extra arguments.
 func (e *env) upSlotgateFrom(ctx context.Context, bin, name string, up upstream, n, q int, extra ...string) (*instance, error) {
-	port, err := freePort()
+	ports, err := freePorts(3) // the proxy's, the admin's, the gRPC listener's
 	if err != nil {
 		return nil, err
 	}
-	adminPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	admin := "127.0.0.1:" + strconv.Itoa(adminPort)
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	admin := "127.0.0.1:" + strconv.Itoa(ports[1])
 	args := []string{
 		"--listen", addr,
 		"--admin-listen", admin,
@@ -202,11 +198,7 @@ func (e *env) upSlotgateFrom(ctx context.Context, bin, name string, up upstream,
 	args = append(args, extra...)
 	ready, calls := httpHealth, addr
 	if up.grpc != "" {
-		grpcPort, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		calls = "127.0.0.1:" + strconv.Itoa(grpcPort)
+		calls = "127.0.0.1:" + strconv.Itoa(ports[2])
 		args, ready = append(args, "--engine-grpc-url", "http://"+up.grpc, "--grpc-listen", calls), grpcHealth
 	}
 	in, err := e.launch(ctx, name, calls, ready, bin, args...)
