@@ -75,6 +75,7 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 		return 2
 	}
 	logConfig(log, cfg, opts)
+	defer collectorPace(env, log)()
 	if pol != nil {
 		log.Info("admission policy", zap.String("file", pol.Path), zap.String("classifier", pol.ClassifierType),
 			zap.Strings("classes", classNames(pol)), zap.String("default_class", pol.DefaultClass))

@@ -145,7 +145,7 @@ func TestHelpListsEverySetting(t *testing.T) {
 // Kubernetes manifest might pass by mistake, stops start-up.
 func TestMaxProcs(t *testing.T) {
 	eng := newEngine(t)
-	loops := 1 // the relay's default on two cores or fewer: on by default on Linux
+	loops := 1 // the relay's default on one processor: on by default on Linux
 	if runtime.GOOS != "linux" {
 		loops = 0
 	}
@@ -183,5 +183,33 @@ func TestMaxProcs(t *testing.T) {
 		if code := bad.wait(); code != 2 || !strings.Contains(bad.log.String(), tt.want) {
 			t.Errorf("%s %s: exit status %d, want 2 and a line naming it; output:\n%s", tt.flag, tt.value, code, bad.log.String())
 		}
+	}
+}
+
+// TestCollectorPace: slotgate runs Go's collector at GOGC=200 unless its
+// environment sets GOGC, which then stands (the process's own
+// go_gc_gogc_percent says so); its log's collector line names the pace
+// and where it came from.
+func TestCollectorPace(t *testing.T) {
+	eng := newEngine(t)
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want float64
+		log  string
+	}{
+		{name: "default", want: 200, log: `"gogc":"200","gogc_from":"default"`},
+		{name: "GOGC=50", env: map[string]string{"GOGC": "50"}, want: 50, log: `"gogc":"50","gogc_from":"GOGC"`},
+		{name: "GOGC=100, Go's own", env: map[string]string{"GOGC": "100"}, want: 100, log: `"gogc":"100","gogc_from":"GOGC"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sg := start(t, eng.url(), tt.env)
+			if got := sg.metric("go_gc_gogc_percent"); got != tt.want {
+				t.Errorf("go_gc_gogc_percent = %v, want %v", got, tt.want)
+			}
+			if line := sg.log.WaitFor(t, `"msg":"collector"`, waitLimit); !strings.Contains(line, tt.log) {
+				t.Errorf("the collector line lacks %s: %s", tt.log, line)
+			}
+		})
 	}
 }

@@ -1,7 +1,7 @@
 // Package relay copies streamed HTTP/1.1 answers from engine connections
-// to client connections on a few event loops (one per four processors
-// unless told otherwise, the first filled first), instead of a goroutine
-// and its buffers per stream.
+// to client connections on a few event loops (unless told otherwise, two
+// from two processors and one per four from twelve, the first filled
+// first), instead of a goroutine and its buffers per stream.
 //
 // A Stream is an engine answer whose head was already read (its body
 // chunked) and whose head has already gone to the client: from there on,

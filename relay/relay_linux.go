@@ -20,16 +20,8 @@ type Relay struct {
 }
 
 // New returns a relay of n loops, each with its epoll instance; Run runs
-// them. n <= 0 picks one loop per four processors (GOMAXPROCS), at least
-// one: a loop carries some 60,000 events a second on a core, more than
-// one engine's streams. More loops shorten the inter-token latency tail
-// while the first is busy but not saturated, at the first token's cost
-// where the machine has no core to spare (at 1024 streams on two cores,
-// two loops, which nap, took ITL p99 3.8 ms lower than one loop but TTFT
-// p99 4.6 ms higher, at 1.01 times its CPU per event), and cost more once
-// the machine is saturated (at 4096, 1.35-1.56 times one loop's CPU per
-// event): BENCHMARKS.md, "Loops that nap" and "Two loops by default,
-// tried and undone". A light load stays on the first loop (pick).
+// them. n <= 0 picks autoLoops(GOMAXPROCS). A light load stays on the
+// first loop (pick).
 //
 // A busy loop with streams open or clients kept waits holding its
 // processor (heldWait): a program runs a relay on GOMAXPROCS raised by
@@ -37,7 +29,7 @@ type Relay struct {
 // rest of the program's.
 func New(n int) (*Relay, error) {
 	if n <= 0 {
-		n = max(1, runtime.GOMAXPROCS(0)/4)
+		n = autoLoops(runtime.GOMAXPROCS(0))
 	}
 	r := &Relay{}
 	for range n {
@@ -53,6 +45,21 @@ func New(n int) (*Relay, error) {
 		l.peers = r.loops // a loop naps while its peers carry streams too (nap_linux.go)
 	}
 	return r, nil
+}
+
+// autoLoops is the loops a relay runs on procs processors when not told:
+// two from two processors, one per four processors from twelve, one on
+// one. A loop carries some 60,000 events a second on a core, more than
+// one engine's streams, but one thread that carries every stream is
+// preempted more often than either of two half-busy ones: on two shared
+// cores at 1024 streams, one loop's added ITL p99 sat 1.4 ms over
+// HAProxy's two threads' over 194 rounds, where two loops, with the
+// collector at GOGC=200 (command's collectorPace), met HAProxy's CPU per
+// event, TTFT p99 and ITL p99. Two cost more once the machine is
+// saturated (at 4096 streams, 1.35-1.56 times one loop's CPU per event):
+// BENCHMARKS.md, "Two loops by default, at GOGC=200".
+func autoLoops(procs int) int {
+	return max(min(procs, 2), procs/4)
 }
 
 func (r *Relay) closeLoops() {
