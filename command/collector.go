@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"runtime/debug"
 	"strconv"
 
@@ -18,14 +19,29 @@ import (
 // a heap up to a few MB larger.
 const gcPercent = 200
 
-// collectorPace sets the collector's pace to gcPercent unless env has
-// GOGC, which Go has read already (GOGC=100 is Go's own pace, off turns
-// the collector off), and logs the pace and where it came from. It
-// returns the function that puts the pace back, for when Run returns (a
-// test's process runs Run again).
-func collectorPace(env map[string]string, log *zap.Logger) (restore func()) {
-	if v, ok := env["GOGC"]; ok {
-		log.Info("collector", zap.String("gogc", v), zap.String("gogc_from", "GOGC"))
+// readGOGC returns the environment's GOGC, which Go has read already,
+// or "" when it has none (empty is none, as for slotgate's own
+// variables). Go takes off or an integer and reads anything else as its
+// default, 100, silently; slotgate refuses it, naming the value, as it
+// does its own settings.
+func readGOGC(env map[string]string) (string, error) {
+	v := env["GOGC"]
+	if v == "" || v == "off" {
+		return v, nil
+	}
+	if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+		return "", fmt.Errorf("GOGC: must be off or an integer, the collector's percent, got %q", v)
+	}
+	return v, nil
+}
+
+// collectorPace sets the collector's pace to gcPercent unless gogc, the
+// environment's GOGC (readGOGC), is set, and logs the pace and where it
+// came from. It returns the function that puts the pace back, for when
+// Run returns (a test's process runs Run again).
+func collectorPace(gogc string, log *zap.Logger) (restore func()) {
+	if gogc != "" {
+		log.Info("collector", zap.String("gogc", gogc), zap.String("gogc_from", "GOGC"))
 		return func() {}
 	}
 	prev := debug.SetGCPercent(gcPercent)

@@ -56,6 +56,11 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 		flagenv.Report(stderr, "slotgate", err)
 		return 2
 	}
+	gogc, err := readGOGC(env)
+	if err != nil {
+		flagenv.Report(stderr, "slotgate", err)
+		return 2
+	}
 	if cfg.MaxProcs > 0 {
 		// Before anything starts: the relay sizes its loops by it.
 		runtime.GOMAXPROCS(cfg.MaxProcs)
@@ -75,7 +80,7 @@ func Run(opts Options, args []string, env map[string]string, stdout, stderr io.W
 		return 2
 	}
 	logConfig(log, cfg, opts)
-	defer collectorPace(env, log)()
+	defer collectorPace(gogc, log)()
 	if pol != nil {
 		log.Info("admission policy", zap.String("file", pol.Path), zap.String("classifier", pol.ClassifierType),
 			zap.Strings("classes", classNames(pol)), zap.String("default_class", pol.DefaultClass))

@@ -59,7 +59,7 @@ func TestRelayProcessors(t *testing.T) {
 // TestCollectorPace: without GOGC in its environment, slotgate runs Go's
 // collector at 200 while Run runs, logs it, and puts the pace back when
 // Run returns; with GOGC, Go's reading of it stands (the test's own pace
-// here), and the log names GOGC.
+// here), and the log names GOGC; empty is none.
 func TestCollectorPace(t *testing.T) {
 	tests := []struct {
 		name string
@@ -68,7 +68,9 @@ func TestCollectorPace(t *testing.T) {
 		log  string
 	}{
 		{name: "default", want: func(int) int { return 200 }, log: `"gogc":"200","gogc_from":"default"`},
+		{name: "GOGC empty", env: map[string]string{"GOGC": ""}, want: func(int) int { return 200 }, log: `"gogc":"200","gogc_from":"default"`},
 		{name: "GOGC set", env: map[string]string{"GOGC": "50"}, want: func(prev int) int { return prev }, log: `"gogc":"50","gogc_from":"GOGC"`},
+		{name: "GOGC off", env: map[string]string{"GOGC": "off"}, want: func(prev int) int { return prev }, log: `"gogc":"off","gogc_from":"GOGC"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

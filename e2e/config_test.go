@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -189,7 +190,7 @@ func TestMaxProcs(t *testing.T) {
 // TestCollectorPace: slotgate runs Go's collector at GOGC=200 unless its
 // environment sets GOGC, which then stands (the process's own
 // go_gc_gogc_percent says so); its log's collector line names the pace
-// and where it came from.
+// and where it came from. A GOGC Go would read as 100 stops start-up.
 func TestCollectorPace(t *testing.T) {
 	eng := newEngine(t)
 	for _, tt := range []struct {
@@ -211,5 +212,13 @@ func TestCollectorPace(t *testing.T) {
 				t.Errorf("the collector line lacks %s: %s", tt.log, line)
 			}
 		})
+	}
+	// Go would read these as 100, silently.
+	for _, v := range []string{"200%", "auto", "1e3"} {
+		bad := launch(t, eng.url(), map[string]string{"GOGC": v})
+		want := fmt.Sprintf(`GOGC: must be off or an integer, the collector's percent, got %q`, v)
+		if code := bad.wait(); code != 2 || !strings.Contains(bad.log.String(), want) {
+			t.Errorf("GOGC=%s: exit status %d, want 2 and %s; output:\n%s", v, code, want, bad.log.String())
+		}
 	}
 }
