@@ -56,7 +56,7 @@ func New(n int) (*Relay, error) {
 // HAProxy's two threads' over 194 rounds, where two loops, with the
 // collector at GOGC=200 (command's collectorPace), met HAProxy's CPU per
 // event, TTFT p99 and ITL p99. Two cost more once the machine is
-// saturated (at 4096 streams, 1.35-1.56 times one loop's CPU per event):
+// saturated (at 4096 streams, 1.3-1.6 times one loop's CPU per event):
 // BENCHMARKS.md, "Two loops by default, at GOGC=200".
 func autoLoops(procs int) int {
 	return max(min(procs, 2), procs/4)
